@@ -1,0 +1,52 @@
+/* sluice.h — public interface of the sluice memory allocator.
+ *
+ * libsluice.so also replaces the malloc family and C++ operator new/delete
+ * when preloaded (LD_PRELOAD=libsluice.so) or linked (-lsluice). The sl_*
+ * functions below are the same allocator under its own names.
+ *
+ * Misuse (double free, a pointer sluice did not hand out, realloc of freed
+ * memory, a sized free with the wrong size) prints one line on stderr and
+ * aborts. Failures return NULL with errno = ENOMEM (EINVAL for a bad
+ * alignment); a successful call leaves errno untouched.
+ */
+#ifndef SLUICE_H
+#define SLUICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void *sl_malloc(size_t size);
+void *sl_calloc(size_t n, size_t size);
+void *sl_realloc(void *p, size_t size);
+void *sl_reallocarray(void *p, size_t n, size_t size);
+void sl_free(void *p);
+void sl_free_sized(void *p, size_t size);
+void sl_free_aligned_sized(void *p, size_t align, size_t size);
+void *sl_aligned_alloc(size_t align, size_t size);
+int sl_posix_memalign(void **out, size_t align, size_t size);
+void *sl_memalign(size_t align, size_t size);
+void *sl_valloc(size_t size);
+void *sl_pvalloc(size_t size);
+size_t sl_usable_size(const void *p);
+
+/* Release all free memory now: collect remote frees, return empty slabs and
+ * cached pages, unmap free pageblocks and cached huge mappings. */
+void sl_purge(void);
+
+/* Statistics. A name is a counter ("alloc_small", "free_remote",
+ * "extfrag", ...) or a gauge ("blocks", "huge_live_bytes",
+ * "mapped_bytes", ...); sl_stat_name(i) lists them all, NULL past the end.
+ * Unknown names give 0. */
+uint64_t sl_stat(const char *name);
+const char *sl_stat_name(size_t i);
+void sl_stats_print(int fd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,81 @@
+/* extras.c — glibc's malloc extensions (malloc_trim, malloc_stats,
+ * mallinfo, mallinfo2, mallopt, malloc_info), filled from sluice's own
+ * counters, and sl_purge. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <stdio.h>
+
+#include "../huge/huge.h"
+#include "../slab/heap.h"
+#include "sluice.h"
+
+void sl_purge(void)
+{
+    heap_collect_all();
+    huge_trim();
+}
+
+static struct mallinfo2 info(void)
+{
+    struct mallinfo2 m = { 0 };
+    uint64_t blocks = sl_stat("blocks"), free_bytes = sl_stat("free_page_bytes");
+    m.arena = blocks * (2u << 20);
+    m.hblks = sl_stat("huge_count");
+    m.hblkhd = sl_stat("huge_live_bytes");
+    m.fordblks = free_bytes;
+    m.uordblks = m.arena > free_bytes ? m.arena - free_bytes : 0;
+    m.keepcost = sl_stat("huge_cached_bytes");
+    m.usmblks = sl_stat("mapped_bytes");
+    return m;
+}
+
+#if SL_OVERRIDE
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT int malloc_trim(size_t pad)
+{
+    (void)pad;
+    sl_purge();
+    return 1;
+}
+
+EXPORT void malloc_stats(void) { sl_stats_print(2); }
+
+EXPORT struct mallinfo2 mallinfo2(void) { return info(); }
+
+EXPORT struct mallinfo mallinfo(void)
+{
+    struct mallinfo2 m2 = info();
+    struct mallinfo m = { 0 };
+    m.arena = (int)m2.arena;
+    m.hblks = (int)m2.hblks;
+    m.hblkhd = (int)m2.hblkhd;
+    m.fordblks = (int)m2.fordblks;
+    m.uordblks = (int)m2.uordblks;
+    m.keepcost = (int)m2.keepcost;
+    m.usmblks = (int)m2.usmblks;
+    return m;
+}
+
+EXPORT int mallopt(int param, int value)
+{
+    (void)param;
+    (void)value;
+    return 1; /* accepted; sluice's tuning is through SLUICE_* options */
+}
+
+EXPORT int malloc_info(int options, FILE *fp)
+{
+    if (options)
+        return -1;
+    struct mallinfo2 m = info();
+    fprintf(fp, "<malloc version=\"sluice-1\">\n<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n"
+                "<system type=\"current\" size=\"%zu\"/>\n<system type=\"free\" size=\"%zu\"/>\n</malloc>\n",
+            m.hblks, m.hblkhd, m.arena, m.fordblks);
+    return 0;
+}
+#else
+/* keep info() used in the sl-only build (the sanitizer test library) */
+struct mallinfo2 sl_mallinfo2_internal(void);
+struct mallinfo2 sl_mallinfo2_internal(void) { return info(); }
+#endif

@@ -1,0 +1,280 @@
+/* malloc.c — the malloc family, their sl_ twins, and (when built with
+ * SL_OVERRIDE=1) the libc names as aliases of the same functions.
+ *
+ * Size dispatch:   n <= 16 KiB   small: a slab object (heap.h fast path)
+ *                  n <= 1 MiB    medium: a page run
+ *                  larger        huge: its own mapping
+ * Where the standard leaves a choice we do what glibc does: realloc(p, 0)
+ * frees and returns NULL; malloc(0) returns a unique pointer; memalign
+ * rounds a non-power-of-two alignment up; every pointer is 16-byte aligned.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "../base/fatal.h"
+#include "../huge/huge.h"
+#include "../slab/heap.h"
+#include "sluice.h"
+
+#define MEDIUM_MAX       HUGE_MIN
+#define MEDIUM_MAX_ALIGN HUGE_MIN
+
+static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
+{
+    if (n <= MEDIUM_MAX && align <= MEDIUM_MAX_ALIGN) {
+        void *p = heap_alloc_run(n, align);
+        if (p && zero)
+            memset(p, 0, n);
+        return p;
+    }
+    struct heap *h = heap_get();
+    void *p = huge_alloc(n, align, zero);
+    if (p && h)
+        stat_add(h->stats, STAT_alloc_huge, 1);
+    return p;
+}
+
+sl_inline void *alloc(size_t n)
+{
+    if (likely(n <= SL_SMALL_MAX))
+        return heap_alloc_small(n);
+    return alloc_large_slow(n, 0, false);
+}
+
+/* The small class for n bytes aligned to align (<= 4 KiB): the first class
+ * at or above n whose size is a multiple of align, so that every object of
+ * its page-aligned slabs is aligned. SL_NCLASSES if none. */
+static unsigned aligned_class(size_t n, size_t align)
+{
+    size_t m = align_up(n ? n : 1, align);
+    if (m > SL_SMALL_MAX)
+        return SL_NCLASSES;
+    unsigned c = size_class(m);
+    while (c < SL_NCLASSES && class_size[c] % align)
+        c++;
+    return c;
+}
+
+static void *alloc_aligned(size_t align, size_t n)
+{
+    if (align <= SL_GRAIN)
+        return alloc(n);
+    if (align <= SL_PAGE) {
+        unsigned c = aligned_class(n, align);
+        if (c < SL_NCLASSES)
+            return heap_alloc_small(class_size[c]);
+    }
+    return alloc_large_slow(n ? n : 1, align, false);
+}
+
+void *sl_malloc(size_t n) { return alloc(n); }
+
+static sl_cold void free_other_slow(void *p, uintptr_t e)
+{
+    if (!p)
+        return;
+    if (e & PM_HUGE) {
+        struct heap *h = tls_heap;
+        if (h != &heap_empty)
+            stat_add(h->stats, STAT_free_huge, 1);
+        huge_free((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK), p);
+        return;
+    }
+    heap_bad_free(p, e, "free");
+}
+
+void sl_free(void *p)
+{
+    uintptr_t e = pagemap_get((uintptr_t)p);
+    if (likely(e & PM_BLOCK))
+        return heap_free_block(p);
+    free_other_slow(p, e);
+}
+
+void *sl_calloc(size_t n, size_t size)
+{
+    size_t total;
+    if (unlikely(__builtin_mul_overflow(n, size, &total))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (total > SL_SMALL_MAX)
+        return alloc_large_slow(total, 0, true);
+    void *p = heap_alloc_small(total);
+    if (likely(p))
+        memset(p, 0, total);
+    return p;
+}
+
+/* Usable size of a live allocation; aborts (naming op) on a bad pointer. */
+static size_t usable_checked(const void *p, const char *op)
+{
+    uintptr_t e = pagemap_get((uintptr_t)p);
+    if (e & PM_BLOCK) {
+        if (!bitmap_test((uintptr_t)p))
+            heap_bad_free(p, e, op);
+        return heap_usable_size((void *)p);
+    }
+    if (e & PM_HUGE) {
+        struct huge *hd = (struct huge *)(e & ~(uintptr_t)PM_KIND_MASK);
+        huge_check(hd, p, op);
+        return hd->map_size;
+    }
+    heap_bad_free(p, e, op);
+}
+
+static void *realloc_slow(void *p, size_t n)
+{
+    size_t old = usable_checked(p, "realloc");
+    uintptr_t e = pagemap_get((uintptr_t)p);
+    struct heap *h = heap_get();
+    void *q = NULL;
+    if (e & PM_HUGE) {
+        if (n > HUGE_MIN)
+            q = huge_realloc((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK), p, n);
+    } else if (page_head(page_of(p))->h.kind == PG_RUN) {
+        if (n > SL_SMALL_MAX && n <= MEDIUM_MAX && heap_resize_run(p, n))
+            q = p;
+    } else if (n <= SL_SMALL_MAX && size_class(n) == slab_of_page(page_head(page_of(p)))->cls) {
+        q = p;
+    }
+    if (q) {
+        if (h)
+            stat_add(h->stats, STAT_realloc_inplace, 1);
+        return q;
+    }
+    q = alloc(n);
+    if (!q)
+        return NULL;
+    memcpy(q, p, old < n ? old : n);
+    sl_free(p);
+    if (h)
+        stat_add(h->stats, STAT_realloc_move, 1);
+    return q;
+}
+
+void *sl_realloc(void *p, size_t n)
+{
+    if (!p)
+        return alloc(n);
+    if (n == 0) {
+        sl_free(p);
+        return NULL;
+    }
+    if (unlikely(n > PTRDIFF_MAX)) {
+        usable_checked(p, "realloc");
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc_slow(p, n);
+}
+
+void *sl_reallocarray(void *p, size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return sl_realloc(p, total);
+}
+
+size_t sl_usable_size(const void *p) { return p ? usable_checked(p, "malloc_usable_size") : 0; }
+
+void *sl_aligned_alloc(size_t align, size_t n)
+{
+    if (!is_pow2(align)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return alloc_aligned(align, n);
+}
+
+void *sl_memalign(size_t align, size_t n)
+{
+    if (align > PTRDIFF_MAX / 2 + 1) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!is_pow2(align))
+        align = align < 2 ? 1 : (size_t)1 << log2_ceil(align);
+    return alloc_aligned(align, n);
+}
+
+int sl_posix_memalign(void **out, size_t align, size_t n)
+{
+    if (!is_pow2(align) || align % sizeof(void *))
+        return EINVAL;
+    int saved = errno;
+    void *p = alloc_aligned(align, n);
+    if (!p) {
+        errno = saved;
+        return ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+void *sl_valloc(size_t n) { return alloc_aligned(SL_PAGE, n); }
+
+void *sl_pvalloc(size_t n)
+{
+    if (n > PTRDIFF_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return alloc_aligned(SL_PAGE, n ? align_up(n, SL_PAGE) : SL_PAGE);
+}
+
+/* Would an allocation of (size, align) have been given p's block? */
+static bool size_matches(const void *p, size_t size, size_t align)
+{
+    uintptr_t e = pagemap_get((uintptr_t)p);
+    if (e & PM_HUGE)
+        return ((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK))->req_size == size;
+    struct page *head = page_head(page_of(p));
+    if (head->h.kind == PG_RUN)
+        return align_up(size, SL_PAGE) == (size_t)head->h.npages << SL_PAGE_SHIFT;
+    unsigned c = align <= SL_GRAIN ? size_class(size) : aligned_class(size, align);
+    return c == slab_of_page(head)->cls;
+}
+
+void sl_free_aligned_sized(void *p, size_t align, size_t size)
+{
+    if (!p)
+        return;
+    usable_checked(p, "free");
+    if (!size_matches(p, size, align))
+        sl_fatal("sized free with the wrong size:", p, "size given", size);
+    sl_free(p);
+}
+
+void sl_free_sized(void *p, size_t size) { sl_free_aligned_sized(p, 0, size); }
+
+/* ---- libc names ------------------------------------------------------- */
+
+#if SL_OVERRIDE
+#define SL_ALIAS(name, target) extern __typeof(target) name __attribute__((alias(#target), visibility("default")));
+SL_ALIAS(malloc, sl_malloc)
+SL_ALIAS(free, sl_free)
+SL_ALIAS(cfree, sl_free)
+SL_ALIAS(calloc, sl_calloc)
+SL_ALIAS(realloc, sl_realloc)
+SL_ALIAS(reallocarray, sl_reallocarray)
+SL_ALIAS(aligned_alloc, sl_aligned_alloc)
+SL_ALIAS(memalign, sl_memalign)
+SL_ALIAS(posix_memalign, sl_posix_memalign)
+SL_ALIAS(valloc, sl_valloc)
+SL_ALIAS(pvalloc, sl_pvalloc)
+SL_ALIAS(malloc_usable_size, sl_usable_size)
+SL_ALIAS(free_sized, sl_free_sized)
+SL_ALIAS(free_aligned_sized, sl_free_aligned_sized)
+SL_ALIAS(__libc_malloc, sl_malloc)
+SL_ALIAS(__libc_free, sl_free)
+SL_ALIAS(__libc_calloc, sl_calloc)
+SL_ALIAS(__libc_realloc, sl_realloc)
+SL_ALIAS(__libc_memalign, sl_memalign)
+SL_ALIAS(__libc_valloc, sl_valloc)
+SL_ALIAS(__libc_pvalloc, sl_pvalloc)
+#endif

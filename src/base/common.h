@@ -1,0 +1,53 @@
+/* common.h — constants and compiler helpers shared by every layer.
+ *
+ * Geometry (fixed for the whole allocator):
+ *   page       4 KiB   (SL_PAGE)
+ *   pageblock  2 MiB   (SL_BLOCK), also the pagemap granule
+ *   an object start is a multiple of 16 bytes (SL_GRAIN): the live-object
+ *   bitmap of a pageblock has one bit per grain.
+ * Nothing here calls the kernel or allocates.
+ */
+#ifndef SL_COMMON_H
+#define SL_COMMON_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define sl_noinline __attribute__((noinline))
+#define sl_cold     __attribute__((cold, noinline))
+#define sl_inline   static inline __attribute__((always_inline))
+#define sl_hidden   __attribute__((visibility("hidden")))
+
+#define SL_PAGE_SHIFT  12
+#define SL_PAGE        ((size_t)1 << SL_PAGE_SHIFT)
+#define SL_BLOCK_SHIFT 21
+#define SL_BLOCK       ((size_t)1 << SL_BLOCK_SHIFT)
+#define SL_BLOCK_PAGES (SL_BLOCK / SL_PAGE)          /* 512 */
+#define SL_GRAIN_SHIFT 4
+#define SL_GRAIN       ((size_t)1 << SL_GRAIN_SHIFT)  /* 16: malloc alignment */
+#define SL_CACHELINE   64
+
+/* Build-time switch: expensive validators (walk a slab, check invariants). */
+#ifdef SLUICE_DEBUG
+static const bool sl_debug = true;
+#else
+static const bool sl_debug = false;
+#endif
+
+sl_inline uintptr_t align_down(uintptr_t x, uintptr_t a) { return x & ~(a - 1); }
+sl_inline uintptr_t align_up(uintptr_t x, uintptr_t a) { return (x + a - 1) & ~(a - 1); }
+sl_inline bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
+sl_inline unsigned log2_floor(size_t x) { return 63u - (unsigned)__builtin_clzl(x); }
+sl_inline unsigned log2_ceil(size_t x) { return x <= 1 ? 0 : log2_floor(x - 1) + 1; }
+
+/* Relaxed atomics for single-writer counters and fields that other threads
+ * only read: a plain load and store in the generated code, no RMW, but no
+ * data race in the C11 model (so ThreadSanitizer stays quiet). */
+#define ld_relaxed(p)    atomic_load_explicit((p), memory_order_relaxed)
+#define st_relaxed(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
+
+#endif

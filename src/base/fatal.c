@@ -1,0 +1,74 @@
+/* fatal.c — report misuse in one line and abort. See fatal.h. */
+#include "fatal.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../os/os.h"
+
+size_t fmt_u64(char *buf, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
+size_t fmt_hex(char *buf, uint64_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+    char tmp[16];
+    size_t n = 0;
+    do {
+        tmp[n++] = digits[v & 15];
+        v >>= 4;
+    } while (v);
+    buf[0] = '0';
+    buf[1] = 'x';
+    for (size_t i = 0; i < n; i++)
+        buf[2 + i] = tmp[n - 1 - i];
+    return n + 2;
+}
+
+static size_t put(char *buf, size_t at, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (at + n > cap)
+        n = cap - at;
+    memcpy(buf + at, s, n);
+    return at + n;
+}
+
+_Noreturn void sl_fatal(const char *what, const void *p, const char *detail, size_t num)
+{
+    char line[256];
+    size_t cap = sizeof line - 2, n = 0;
+    char num_buf[24];
+    n = put(line, n, cap, "sluice: ");
+    n = put(line, n, cap, what);
+    if (p) {
+        char hex[24];
+        hex[fmt_hex(hex, (uintptr_t)p)] = 0;
+        n = put(line, n, cap, " ");
+        n = put(line, n, cap, hex);
+    }
+    if (detail) {
+        n = put(line, n, cap, " (");
+        n = put(line, n, cap, detail);
+        if (num != (size_t)-1) {
+            num_buf[fmt_u64(num_buf, num)] = 0;
+            n = put(line, n, cap, " ");
+            n = put(line, n, cap, num_buf);
+        }
+        n = put(line, n, cap, ")");
+    }
+    line[n++] = '\n';
+    os_write_err(line, n);
+    abort();
+}

@@ -1,0 +1,212 @@
+/* huge.c — huge mappings and their cache. See huge.h.
+ * huge_lock is a leaf lock except for meta (huge_lock -> meta lock). */
+#include "huge.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "../base/fatal.h"
+#include "../base/lock.h"
+#include "../meta/meta.h"
+#include "../os/os.h"
+#include "../pagemap/pagemap.h"
+#include "../stats/stats.h"
+
+#define HUGE_CACHE_ENTRIES 8
+#define HUGE_CACHE_BYTES   ((size_t)64 << 20)
+
+static sl_lock huge_lock = SL_LOCK_INIT;
+static struct huge *cache;
+static size_t cache_bytes, cache_count, live_bytes, live_count;
+
+static void hint_huge(struct huge *hd, size_t size)
+{
+    size_t whole = align_down(size, SL_BLOCK);
+    if (whole)
+        os_huge(hd->base, whole);
+}
+
+static void unmap_locked_free(struct huge *hd)
+{
+    pagemap_set((uintptr_t)hd->base, hd->map_size, 0);
+    os_unmap(hd->base, hd->map_size);
+    stat_add(stats_global, STAT_huge_unmap, 1);
+    meta_free(hd, sizeof *hd);
+}
+
+static struct huge *cache_take(size_t map_size, size_t align)
+{
+    struct huge **best = NULL;
+    for (struct huge **it = &cache; *it; it = &(*it)->next) {
+        struct huge *c = *it;
+        if (c->map_size < map_size || c->map_size > map_size + map_size / 4 || ((uintptr_t)c->base & (align - 1)))
+            continue;
+        if (!best || c->map_size < (*best)->map_size)
+            best = it;
+    }
+    if (!best)
+        return NULL;
+    struct huge *hd = *best;
+    *best = hd->next;
+    cache_bytes -= hd->map_size;
+    cache_count--;
+    return hd;
+}
+
+void *huge_alloc(size_t size, size_t align, bool zero)
+{
+    if (size > PTRDIFF_MAX - 2 * SL_BLOCK || align > PTRDIFF_MAX / 2) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t map_size = align_up(size ? size : 1, SL_BLOCK);
+    if (align < SL_BLOCK)
+        align = SL_BLOCK;
+    lock_acquire(&huge_lock);
+    struct huge *hd = cache_take(map_size, align);
+    if (hd) {
+        hd->live = true;
+        hd->req_size = size;
+        live_bytes += hd->map_size;
+        live_count++;
+        stat_add(stats_global, STAT_huge_reuse, 1);
+        lock_release(&huge_lock);
+        if (zero) /* a fresh mapping is zero; a reused one is not */
+            memset(hd->base, 0, size);
+        return hd->base;
+    }
+    lock_release(&huge_lock);
+
+    hd = meta_alloc(sizeof *hd);
+    if (!hd)
+        return NULL;
+    uint8_t *base = os_map_aligned(map_size, align);
+    if (!base) {
+        meta_free(hd, sizeof *hd);
+        return NULL;
+    }
+    hd->base = base;
+    hd->map_size = map_size;
+    hd->req_size = size;
+    hd->live = true;
+    if (!pagemap_set((uintptr_t)base, map_size, (uintptr_t)hd | PM_HUGE)) {
+        pagemap_set((uintptr_t)base, map_size, 0);
+        os_unmap(base, map_size);
+        meta_free(hd, sizeof *hd);
+        errno = ENOMEM;
+        return NULL;
+    }
+    hint_huge(hd, size);
+    lock_acquire(&huge_lock);
+    live_bytes += map_size;
+    live_count++;
+    stat_add(stats_global, STAT_huge_map, 1);
+    lock_release(&huge_lock);
+    return base;
+}
+
+void huge_check(struct huge *hd, const void *p, const char *op)
+{
+    bool is_realloc = op[0] == 'r';
+    if ((const uint8_t *)p != hd->base)
+        sl_fatal(is_realloc ? "realloc of an interior pointer" : "free of an interior pointer", p,
+                 "huge mapping at offset", (size_t)((const uint8_t *)p - hd->base));
+    if (!hd->live)
+        sl_fatal(is_realloc ? "realloc of freed memory at" : "double free of", p, "huge mapping of bytes",
+                 hd->map_size);
+}
+
+void huge_free(struct huge *hd, void *p)
+{
+    lock_acquire(&huge_lock);
+    huge_check(hd, p, "free");
+    hd->live = false;
+    live_bytes -= hd->map_size;
+    live_count--;
+    if (hd->map_size <= HUGE_CACHE_BYTES / 2) {
+        hd->next = cache;
+        cache = hd;
+        cache_bytes += hd->map_size;
+        cache_count++;
+        hd = NULL;
+        /* evict the oldest (the tail) while over budget */
+        while (cache_count > HUGE_CACHE_ENTRIES || cache_bytes > HUGE_CACHE_BYTES) {
+            struct huge **it = &cache;
+            while ((*it)->next)
+                it = &(*it)->next;
+            struct huge *victim = *it;
+            *it = NULL;
+            cache_bytes -= victim->map_size;
+            cache_count--;
+            unmap_locked_free(victim);
+        }
+    }
+    if (hd)
+        unmap_locked_free(hd);
+    lock_release(&huge_lock);
+}
+
+void *huge_realloc(struct huge *hd, void *p, size_t size)
+{
+    if (size > PTRDIFF_MAX - 2 * SL_BLOCK)
+        return NULL;
+    size_t new_map = align_up(size, SL_BLOCK);
+    lock_acquire(&huge_lock);
+    huge_check(hd, p, "realloc");
+    lock_release(&huge_lock);
+    if (new_map == hd->map_size) {
+        hd->req_size = size;
+        return p;
+    }
+    size_t old_map = hd->map_size;
+    if (new_map < old_map) { /* shrink: give back whole granules */
+        pagemap_set((uintptr_t)hd->base + new_map, old_map - new_map, 0);
+        os_unmap(hd->base + new_map, old_map - new_map);
+    } else if (os_remap(hd->base, old_map, new_map, NULL)) {
+        pagemap_set((uintptr_t)hd->base + old_map, new_map - old_map, (uintptr_t)hd | PM_HUGE);
+    } else { /* move the pages, not the bytes: mremap onto a fresh aligned range */
+        uint8_t *dst = os_map_aligned(new_map, SL_BLOCK);
+        if (!dst)
+            return NULL;
+        if (!pagemap_set((uintptr_t)dst, new_map, (uintptr_t)hd | PM_HUGE) ||
+            !os_remap(hd->base, old_map, new_map, dst)) {
+            pagemap_set((uintptr_t)dst, new_map, 0);
+            os_unmap(dst, new_map);
+            return NULL;
+        }
+        pagemap_set((uintptr_t)hd->base, old_map, 0);
+        hd->base = dst;
+    }
+    lock_acquire(&huge_lock);
+    live_bytes = live_bytes - old_map + new_map;
+    lock_release(&huge_lock);
+    hd->map_size = new_map;
+    hd->req_size = size;
+    hint_huge(hd, size);
+    return hd->base;
+}
+
+void huge_trim(void)
+{
+    lock_acquire(&huge_lock);
+    while (cache) {
+        struct huge *hd = cache;
+        cache = hd->next;
+        unmap_locked_free(hd);
+    }
+    cache_bytes = cache_count = 0;
+    lock_release(&huge_lock);
+}
+
+void huge_gauges(size_t *live, size_t *cached, size_t *count)
+{
+    lock_acquire(&huge_lock);
+    *live = live_bytes;
+    *cached = cache_bytes;
+    *count = live_count;
+    lock_release(&huge_lock);
+}
+
+void huge_fork_prepare(void) { lock_acquire(&huge_lock); }
+void huge_fork_parent(void) { lock_release(&huge_lock); }
+void huge_fork_child(void) { lock_reset(&huge_lock); }

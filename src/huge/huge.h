@@ -1,0 +1,41 @@
+/* huge.h — huge allocations: each its own mapping, 2 MiB aligned and a whole
+ * number of 2 MiB granules long, so it owns its pagemap entries and the
+ * kernel can back it with transparent hugepages (MADV_HUGEPAGE on the whole
+ * granules the request covers; the tail past the request is never touched).
+ *
+ * A freed mapping is kept in a small cache (HUGE_CACHE_ENTRIES, at most
+ * HUGE_CACHE_BYTES) and reused for a request within 1.25x of its size, so a
+ * program that allocates and frees big buffers in a loop does not pay
+ * mmap + page faults each time. Cached descriptors stay in the pagemap with
+ * live == false, so a double free is named as one.
+ */
+#ifndef SL_HUGE_H
+#define SL_HUGE_H
+
+#include "../base/common.h"
+
+#define HUGE_MIN ((size_t)1 << 20) /* requests above 1 MiB are huge */
+
+struct huge {
+    uint8_t *base;
+    size_t map_size;  /* mapping length, multiple of 2 MiB */
+    size_t req_size;  /* last requested size (free_sized checks it) */
+    bool live;        /* huge_lock */
+    struct huge *next; /* cache list, huge_lock */
+};
+
+/* align: power of two; zero: the caller needs zeroed memory. NULL + ENOMEM. */
+void *huge_alloc(size_t size, size_t align, bool zero);
+void huge_free(struct huge *hd, void *p);
+/* Grow or shrink in place, or move by mremap; NULL if neither works
+ * (p stays valid). */
+void *huge_realloc(struct huge *hd, void *p, size_t size);
+/* Validate p against its descriptor (op names the caller in the message). */
+void huge_check(struct huge *hd, const void *p, const char *op);
+void huge_trim(void);   /* empty the cache (sl_purge) */
+void huge_gauges(size_t *live_bytes, size_t *cached_bytes, size_t *count);
+void huge_fork_prepare(void);
+void huge_fork_parent(void);
+void huge_fork_child(void);
+
+#endif

@@ -1,0 +1,63 @@
+/* meta.c — bump arena + per-size free lists for internal records. */
+#include "meta.h"
+
+#include <string.h>
+
+#include "../base/lock.h"
+#include "../os/os.h"
+
+#define META_CHUNK   SL_BLOCK
+#define META_CLASSES 64 /* free lists for record sizes 64, 128, ..., 4096 */
+
+static sl_lock meta_lock = SL_LOCK_INIT;
+static uint8_t *bump, *bump_end;
+static void *free_lists[META_CLASSES];
+static _Atomic size_t mapped;
+
+static size_t meta_round(size_t size) { return align_up(size, SL_CACHELINE); }
+
+void *meta_alloc(size_t size)
+{
+    size = meta_round(size);
+    size_t cls = size / SL_CACHELINE - 1;
+    void *p = NULL;
+    lock_acquire(&meta_lock);
+    if (cls < META_CLASSES && free_lists[cls]) {
+        p = free_lists[cls];
+        free_lists[cls] = *(void **)p;
+    } else {
+        if ((size_t)(bump_end - bump) < size) {
+            size_t chunk = size > META_CHUNK ? align_up(size, SL_PAGE) : META_CHUNK;
+            uint8_t *c = os_map(chunk);
+            if (!c) {
+                lock_release(&meta_lock);
+                return NULL;
+            }
+            st_relaxed(&mapped, ld_relaxed(&mapped) + chunk);
+            bump = c;
+            bump_end = c + chunk;
+        }
+        p = bump;
+        bump += size;
+    }
+    lock_release(&meta_lock);
+    memset(p, 0, size);
+    return p;
+}
+
+void meta_free(void *p, size_t size)
+{
+    size = meta_round(size);
+    size_t cls = size / SL_CACHELINE - 1;
+    if (cls >= META_CLASSES)
+        return; /* large records are rare (none today); keep them mapped */
+    lock_acquire(&meta_lock);
+    *(void **)p = free_lists[cls];
+    free_lists[cls] = p;
+    lock_release(&meta_lock);
+}
+
+size_t meta_bytes(void) { return ld_relaxed(&mapped); }
+void meta_fork_prepare(void) { lock_acquire(&meta_lock); }
+void meta_fork_parent(void) { lock_release(&meta_lock); }
+void meta_fork_child(void) { lock_reset(&meta_lock); }

@@ -1,0 +1,137 @@
+/* os.c — mmap, munmap, mremap, madvise, futex, write, clock.
+ *
+ * Invariants: errno is preserved by every call that succeeds (a successful
+ * malloc must leave errno alone), and set to ENOMEM by a failed mapping.
+ * MADV_FREE is tried once; if the kernel refuses it (EINVAL on kernels before
+ * 4.5) every later lazy purge uses MADV_DONTNEED.
+ */
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+void *os_map(size_t size)
+{
+    int saved = errno;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    errno = saved;
+    return p;
+}
+
+void *os_map_aligned(size_t size, size_t align)
+{
+    if (align <= SL_PAGE)
+        return os_map(size);
+    if (size + align < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    uint8_t *p = os_map(size + align);
+    if (!p)
+        return NULL;
+    uint8_t *a = (uint8_t *)align_up((uintptr_t)p, align);
+    if (a > p)
+        os_unmap(p, (size_t)(a - p));
+    size_t tail = (size_t)((p + size + align) - (a + size));
+    if (tail)
+        os_unmap(a + size, tail);
+    return a;
+}
+
+int os_unmap(void *p, size_t size)
+{
+    int saved = errno;
+    int r = munmap(p, size) ? errno : 0;
+    errno = saved;
+    return r;
+}
+
+void *os_remap(void *p, size_t old_size, size_t new_size, void *fixed)
+{
+    int saved = errno;
+    void *q = fixed ? mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, fixed)
+                    : mremap(p, old_size, new_size, 0);
+    errno = saved;
+    return q == MAP_FAILED ? NULL : q;
+}
+
+static _Atomic int madv_free_refused;
+
+int os_purge_forced(void *p, size_t size)
+{
+    int saved = errno;
+    int r = madvise(p, size, MADV_DONTNEED) ? errno : 0;
+    errno = saved;
+    return r;
+}
+
+int os_purge_lazy(void *p, size_t size)
+{
+    if (ld_relaxed(&madv_free_refused))
+        return os_purge_forced(p, size);
+    int saved = errno;
+    int r = madvise(p, size, MADV_FREE) ? errno : 0;
+    errno = saved;
+    if (r == EINVAL) {
+        st_relaxed(&madv_free_refused, 1);
+        return os_purge_forced(p, size);
+    }
+    return r;
+}
+
+static int advise(void *p, size_t size, int advice)
+{
+    int saved = errno;
+    int r = madvise(p, size, advice) ? errno : 0;
+    errno = saved;
+    return r;
+}
+
+int os_huge(void *p, size_t size) { return advise(p, size, MADV_HUGEPAGE); }
+int os_nohuge(void *p, size_t size) { return advise(p, size, MADV_NOHUGEPAGE); }
+
+void os_futex_wait(_Atomic int *addr, int val)
+{
+    int saved = errno;
+    syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+    errno = saved;
+}
+
+void os_futex_wake(_Atomic int *addr, int n)
+{
+    int saved = errno;
+    syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+    errno = saved;
+}
+
+void os_write_err(const char *s, size_t n)
+{
+    int saved = errno;
+    while (n) {
+        ssize_t w = write(2, s, n);
+        if (w <= 0) {
+            if (w < 0 && errno == EINTR)
+                continue;
+            break;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+    errno = saved;
+}
+
+uint64_t os_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,152 @@
+/* block.c — the buddy allocator inside one pageblock. See block.h.
+ *
+ * Invariants (page heap lock held):
+ *   free_pages == sum over free chunks of 2^order
+ *   order_mask bit o  <=>  free_head[o] != 0
+ *   a chunk never covers a header page (indices < BLOCK_HEADER_PAGES)
+ */
+#include "block.h"
+
+static void list_push(struct block *b, unsigned idx, unsigned order)
+{
+    struct page *pg = block_pages(b);
+    pg[idx].h.kind = PG_FREE;
+    pg[idx].h.order = (uint8_t)order;
+    pg[idx].h.head = (uint16_t)idx;
+    pg[idx].free.prev = 0;
+    pg[idx].free.next = b->free_head[order];
+    if (b->free_head[order])
+        pg[b->free_head[order]].free.prev = (uint16_t)idx;
+    b->free_head[order] = (uint16_t)idx;
+    b->order_mask |= (uint16_t)(1u << order);
+    b->free_pages += (uint16_t)(1u << order);
+}
+
+static void list_remove(struct block *b, unsigned idx, unsigned order)
+{
+    struct page *pg = block_pages(b);
+    uint16_t next = pg[idx].free.next, prev = pg[idx].free.prev;
+    if (prev)
+        pg[prev].free.next = next;
+    else
+        b->free_head[order] = next;
+    if (next)
+        pg[next].free.prev = prev;
+    if (!b->free_head[order])
+        b->order_mask &= (uint16_t)~(1u << order);
+    b->free_pages -= (uint16_t)(1u << order);
+}
+
+/* Free one aligned chunk, merging with free buddies of equal order. */
+static void give_chunk(struct block *b, unsigned idx, unsigned order)
+{
+    struct page *pg = block_pages(b);
+    while (order < BLOCK_MAX_ORDER) {
+        unsigned buddy = idx ^ (1u << order);
+        if (buddy < BLOCK_HEADER_PAGES || pg[buddy].h.kind != PG_FREE || pg[buddy].h.order != order)
+            break;
+        list_remove(b, buddy, order);
+        pg[buddy].h.kind = PG_FREE_TAIL;
+        pg[idx].h.kind = PG_FREE_TAIL;
+        idx &= ~(1u << order);
+        order++;
+    }
+    list_push(b, idx, order);
+}
+
+void block_give(struct block *b, unsigned first, unsigned n)
+{
+    while (n) {
+        /* the largest naturally aligned chunk that starts at first and fits */
+        unsigned order = first ? (unsigned)__builtin_ctz(first) : BLOCK_MAX_ORDER;
+        if (order > BLOCK_MAX_ORDER)
+            order = BLOCK_MAX_ORDER;
+        while ((1u << order) > n)
+            order--;
+        give_chunk(b, first, order);
+        first += 1u << order;
+        n -= 1u << order;
+    }
+}
+
+void block_init(struct block *b, enum pb_type type)
+{
+    b->type = (uint8_t)type;
+    b->free_pages = 0;
+    b->order_mask = 0;
+    for (unsigned o = 0; o < BLOCK_NORDERS; o++)
+        b->free_head[o] = 0;
+    block_give(b, BLOCK_HEADER_PAGES, BLOCK_USABLE_PAGES);
+}
+
+unsigned block_take(struct block *b, unsigned order)
+{
+    unsigned have = b->order_mask >> order;
+    if (!have)
+        return 0;
+    unsigned o = order + (unsigned)__builtin_ctz(have);
+    unsigned idx = b->free_head[o];
+    list_remove(b, idx, o);
+    block_pages(b)[idx].h.kind = PG_TAIL; /* no longer a free head */
+    while (o > order) { /* split: keep the lower half, free the upper */
+        o--;
+        list_push(b, idx + (1u << o), o);
+    }
+    return idx;
+}
+
+bool block_take_range(struct block *b, unsigned first, unsigned n)
+{
+    struct page *pg = block_pages(b);
+    if (first < BLOCK_HEADER_PAGES || first + n > SL_BLOCK_PAGES)
+        return false;
+    /* Walk the free chunks that cover the range; each must be free. */
+    unsigned i = first;
+    while (i < first + n) {
+        unsigned head = i, order = 0;
+        bool found = false;
+        for (unsigned o = 0; o <= BLOCK_MAX_ORDER; o++) {
+            unsigned h = i & ~((1u << o) - 1);
+            if (h >= BLOCK_HEADER_PAGES && pg[h].h.kind == PG_FREE && pg[h].h.order == o) {
+                head = h, order = o, found = true;
+                break;
+            }
+        }
+        if (!found)
+            return false;
+        i = head + (1u << order);
+    }
+    /* All free: detach the covering chunks and give back what lies outside. */
+    i = first;
+    while (i < first + n) {
+        unsigned head = i, order = 0;
+        for (unsigned o = 0; o <= BLOCK_MAX_ORDER; o++) {
+            unsigned h = i & ~((1u << o) - 1);
+            if (h >= BLOCK_HEADER_PAGES && pg[h].h.kind == PG_FREE && pg[h].h.order == o) {
+                head = h, order = o;
+                break;
+            }
+        }
+        list_remove(b, head, order);
+        pg[head].h.kind = PG_FREE_TAIL;
+        unsigned end = head + (1u << order);
+        if (head < first)
+            block_give(b, head, first - head);
+        if (end > first + n)
+            block_give(b, first + n, end - (first + n));
+        i = end;
+    }
+    return true;
+}
+
+void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind kind)
+{
+    struct page *pg = block_pages(b);
+    pg[first].h.kind = (uint8_t)kind;
+    pg[first].h.head = (uint16_t)first;
+    pg[first].h.npages = n;
+    for (unsigned i = first + 1; i < first + n; i++) {
+        pg[i].h.kind = PG_TAIL;
+        pg[i].h.head = (uint16_t)first;
+    }
+}

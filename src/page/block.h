@@ -1,0 +1,118 @@
+/* block.h — one 2 MiB pageblock: its header, page descriptors, live-object
+ * bitmap and the buddy allocator inside it (the kernel's struct page + buddy).
+ *
+ * Layout of a block (2 MiB aligned):
+ *   [0, 32 KiB)   512 page descriptors of 64 bytes (struct page). The slots of
+ *                 the header pages themselves hold struct block instead.
+ *   [32, 48 KiB)  live-object bitmap: one bit per 16-byte grain of the block,
+ *                 set while an object (or run) starting there is allocated.
+ *   [48 KiB, 2 MiB) 500 usable pages.
+ *
+ * pointer -> block by masking, -> descriptor by page index, -> head
+ * descriptor through page.head. The bitmap alone says whether an address is a
+ * live allocation: interior, foreign and already-freed pointers all read 0.
+ *
+ * Buddy: free chunks of 2^order pages (order 0..8), naturally aligned within
+ * the block, on one doubly linked list per order (16-bit page indices). A
+ * free chunk's head descriptor is PG_FREE with its order; a head absorbed by
+ * a merge becomes PG_FREE_TAIL. Allocated runs have every page's head set.
+ *
+ * Synchronisation: a block's buddy state is guarded by the page heap lock.
+ * Descriptors of an allocated run belong to its owner (slab layer / run
+ * user). Bitmap words belong to the one slab or run whose memory they cover.
+ */
+#ifndef SL_BLOCK_H
+#define SL_BLOCK_H
+
+#include "../base/common.h"
+
+#define BLOCK_HEADER_PAGES 12
+#define BLOCK_USABLE_PAGES (SL_BLOCK_PAGES - BLOCK_HEADER_PAGES)
+#define BLOCK_MAX_ORDER    8 /* 256 pages, 1 MiB: the largest buddy chunk */
+#define BLOCK_NORDERS      (BLOCK_MAX_ORDER + 1)
+#define BLOCK_BITMAP_OFF   (SL_BLOCK_PAGES * 64)
+#define BLOCK_BITMAP_WORDS (SL_BLOCK / SL_GRAIN / 64)
+
+/* Pageblock types: the user-space twins of the kernel's migratetypes. */
+enum pb_type { PB_SLAB, PB_RECLAIM, PB_RUN, PB_FREE, PB_NTYPES };
+
+enum page_kind {
+    PG_HEADER = 0, /* zeroed header pages read as this */
+    PG_FREE,       /* head of a free buddy chunk */
+    PG_FREE_TAIL,  /* inside a free chunk */
+    PG_SLAB,       /* head of a slab */
+    PG_RUN,        /* head of a medium run */
+    PG_CACHED,     /* head of a run parked in a thread's page cache */
+    PG_TAIL,       /* inside an allocated run; head says where it starts */
+};
+
+struct page_hdr {
+    uint8_t kind;    /* enum page_kind */
+    uint8_t order;   /* PG_FREE: buddy order */
+    uint16_t head;   /* index of the head page of this page's run */
+    uint32_t npages; /* head of an allocated run: its length in pages */
+};
+
+struct page {
+    struct page_hdr h;
+    union {
+        struct {
+            uint16_t next, prev; /* PG_FREE: per-order list, 0 = none */
+        } free;
+        uint8_t owner_area[56]; /* PG_SLAB: struct slab lives here */
+    };
+};
+_Static_assert(sizeof(struct page) == 64, "page descriptor is one cache line");
+
+struct block {
+    uint8_t type;       /* enum pb_type; page heap lock */
+    uint8_t list;       /* bucket it sits on in the page heap, or LIST_NONE */
+    uint16_t free_pages;
+    uint16_t order_mask; /* bit o: free_head[o] non-empty */
+    uint16_t free_head[BLOCK_NORDERS];
+    struct block *next, *prev; /* page heap list links */
+};
+_Static_assert(sizeof(struct block) <= BLOCK_HEADER_PAGES * sizeof(struct page), "block fits");
+
+sl_inline struct block *block_of(const void *p) { return (struct block *)align_down((uintptr_t)p, SL_BLOCK); }
+sl_inline struct page *block_pages(struct block *b) { return (struct page *)b; }
+sl_inline unsigned page_index(const void *p) { return (unsigned)(((uintptr_t)p >> SL_PAGE_SHIFT) & (SL_BLOCK_PAGES - 1)); }
+sl_inline struct page *page_of(const void *p) { return &block_pages(block_of(p))[page_index(p)]; }
+sl_inline struct page *page_head(struct page *pg) { return &block_pages(block_of(pg))[pg->h.head]; }
+sl_inline void *page_addr(struct page *pg)
+{
+    struct block *b = block_of(pg);
+    return (uint8_t *)b + ((size_t)(pg - block_pages(b)) << SL_PAGE_SHIFT);
+}
+
+/* Live-object bitmap. */
+sl_inline _Atomic uint64_t *bitmap_word(uintptr_t a)
+{
+    return (_Atomic uint64_t *)(align_down(a, SL_BLOCK) + BLOCK_BITMAP_OFF) + ((a >> 10) & (BLOCK_BITMAP_WORDS - 1));
+}
+sl_inline uint64_t bitmap_bit(uintptr_t a) { return (uint64_t)1 << ((a >> SL_GRAIN_SHIFT) & 63); }
+sl_inline bool bitmap_test(uintptr_t a) { return ld_relaxed(bitmap_word(a)) & bitmap_bit(a); }
+/* Single-writer set/clear (the owner of the slab): plain load and store. */
+sl_inline void bitmap_set_owner(uintptr_t a)
+{
+    _Atomic uint64_t *w = bitmap_word(a);
+    st_relaxed(w, ld_relaxed(w) | bitmap_bit(a));
+}
+sl_inline void bitmap_clear_owner(uintptr_t a)
+{
+    _Atomic uint64_t *w = bitmap_word(a);
+    st_relaxed(w, ld_relaxed(w) & ~bitmap_bit(a));
+}
+
+/* Buddy operations; caller holds the page heap lock. */
+void block_init(struct block *b, enum pb_type type);
+/* Take a chunk of 2^order pages; returns its head index or 0 if none. */
+unsigned block_take(struct block *b, unsigned order);
+/* Return pages [first, first + n) to the free lists, merging buddies. */
+void block_give(struct block *b, unsigned first, unsigned n);
+/* Take exactly pages [first, first + n) if all are free; false otherwise. */
+bool block_take_range(struct block *b, unsigned first, unsigned n);
+/* Mark [first, first + n) as one allocated run with head kind `kind`. */
+void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind kind);
+
+#endif

@@ -1,0 +1,331 @@
+/* page.c — the shared page heap and the per-thread page caches.
+ *
+ * Shared state is guarded by page_heap.lock (a leaf lock). A block is on at
+ * most one list: lists[type][bucket] while it has free pages (bucket =
+ * log2 of its free page count), free_blocks when wholly free, none when full.
+ * Wholly free blocks beyond FREE_BLOCKS_RETAINED are unmapped (the purge
+ * layer will replace this with lazy purging).
+ */
+#include "page.h"
+
+#include <errno.h>
+
+#include "../base/lock.h"
+#include "../os/os.h"
+#include "../pagemap/pagemap.h"
+
+#define NBUCKETS             (BLOCK_MAX_ORDER + 1)
+#define LIST_NONE            0xff
+#define LIST_FREE            0xfe
+#define BUCKET_SCAN          16 /* blocks looked at per bucket before moving on */
+#define FREE_BLOCKS_RETAINED 4
+
+/* Fallback order when a type has no room: which other types it may take a
+ * piece from, best first (mm/page_alloc.c's fallbacks[] table). */
+static const uint8_t fallbacks[PB_NTYPES][2] = {
+    [PB_SLAB] = { PB_RECLAIM, PB_RUN },
+    [PB_RECLAIM] = { PB_SLAB, PB_RUN },
+    [PB_RUN] = { PB_RECLAIM, PB_SLAB },
+};
+
+static struct {
+    sl_lock lock;
+    struct block *lists[PB_NTYPES][NBUCKETS];
+    struct block *free_blocks;
+    size_t nfree_blocks, nblocks;
+    size_t blocks_by_type[PB_NTYPES];
+} heap = { .lock = SL_LOCK_INIT };
+
+static void list_unlink(struct block *b)
+{
+    if (b->list == LIST_NONE)
+        return;
+    struct block **head = b->list == LIST_FREE ? &heap.free_blocks : &heap.lists[b->type][b->list];
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        *head = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    if (b->list == LIST_FREE)
+        heap.nfree_blocks--;
+    b->list = LIST_NONE;
+    b->next = b->prev = NULL;
+}
+
+static void list_link(struct block *b, uint8_t list)
+{
+    struct block **head = list == LIST_FREE ? &heap.free_blocks : &heap.lists[b->type][list];
+    b->list = list;
+    b->prev = NULL;
+    b->next = *head;
+    if (*head)
+        (*head)->prev = b;
+    *head = b;
+    if (list == LIST_FREE)
+        heap.nfree_blocks++;
+}
+
+static void set_type(struct block *b, enum pb_type type)
+{
+    heap.blocks_by_type[b->type]--;
+    b->type = (uint8_t)type;
+    heap.blocks_by_type[type]++;
+}
+
+static void block_unmap(struct block *b)
+{
+    list_unlink(b);
+    heap.blocks_by_type[b->type]--;
+    heap.nblocks--;
+    pagemap_set((uintptr_t)b, SL_BLOCK, 0);
+    os_unmap(b, SL_BLOCK);
+    stat_add(stats_global, STAT_block_unmap, 1);
+}
+
+/* Put b on the list its free page count calls for. */
+static void relink(struct block *b)
+{
+    uint8_t want;
+    if (b->free_pages == BLOCK_USABLE_PAGES)
+        want = LIST_FREE;
+    else if (b->free_pages == 0)
+        want = LIST_NONE;
+    else
+        want = (uint8_t)log2_floor(b->free_pages);
+    if (want == b->list)
+        return;
+    list_unlink(b);
+    if (want == LIST_FREE) {
+        set_type(b, PB_FREE);
+        if (heap.nfree_blocks >= FREE_BLOCKS_RETAINED) {
+            block_unmap(b);
+            return;
+        }
+    }
+    if (want != LIST_NONE)
+        list_link(b, want);
+}
+
+static struct block *block_new(enum pb_type type)
+{
+    struct block *b = os_map_aligned(SL_BLOCK, SL_BLOCK);
+    if (!b)
+        return NULL;
+    if (!pagemap_set((uintptr_t)b, SL_BLOCK, (uintptr_t)b | PM_BLOCK)) {
+        os_unmap(b, SL_BLOCK);
+        errno = ENOMEM;
+        return NULL;
+    }
+    b->list = LIST_NONE;
+    b->type = (uint8_t)type;
+    block_init(b, type);
+    heap.nblocks++;
+    heap.blocks_by_type[type]++;
+    stat_add(stats_global, STAT_block_map, 1);
+    return b;
+}
+
+static struct block *find_in_type(enum pb_type type, unsigned order)
+{
+    for (unsigned bucket = order; bucket < NBUCKETS; bucket++) {
+        unsigned scanned = 0;
+        for (struct block *b = heap.lists[type][bucket]; b && scanned < BUCKET_SCAN; b = b->next, scanned++)
+            if (b->order_mask >> order)
+                return b;
+    }
+    return NULL;
+}
+
+/* Find a block of `type` with a free chunk of `order`, following the
+ * fallback rules. Lock held. */
+static struct block *find_block(enum pb_type type, unsigned order)
+{
+    struct block *b = find_in_type(type, order);
+    if (b)
+        return b;
+    if (heap.free_blocks) {
+        b = heap.free_blocks;
+        list_unlink(b);
+        set_type(b, type);
+        stat_add(stats_global, STAT_block_steal, 1);
+        return b;
+    }
+    b = block_new(type);
+    if (b)
+        return b;
+    for (unsigned i = 0; i < 2; i++) {
+        enum pb_type other = fallbacks[type][i];
+        b = find_in_type(other, order);
+        if (!b)
+            continue;
+        stat_add(stats_global, STAT_extfrag, 1);
+        if (b->free_pages >= BLOCK_USABLE_PAGES / 2) {
+            list_unlink(b);
+            set_type(b, type);
+        }
+        return b;
+    }
+    return NULL;
+}
+
+/* Take a run of n pages aligned to 2^align_order pages. Lock held. */
+static void *take_locked(enum pb_type type, unsigned n, unsigned align_order, enum page_kind kind)
+{
+    unsigned order = log2_ceil(n);
+    if (order < align_order)
+        order = align_order;
+    struct block *b = find_block(type, order);
+    if (!b)
+        return NULL;
+    unsigned idx = block_take(b, order);
+    if ((1u << order) > n)
+        block_give(b, idx + n, (1u << order) - n);
+    block_mark_run(b, idx, n, kind);
+    relink(b);
+    return (uint8_t *)b + ((size_t)idx << SL_PAGE_SHIFT);
+}
+
+static void give_locked(void *run)
+{
+    struct page *pg = page_of(run);
+    struct block *b = block_of(run);
+    block_give(b, (unsigned)(pg - block_pages(b)), pg->h.npages);
+    relink(b);
+}
+
+static int cache_type(enum pb_type type) { return type == PB_SLAB ? 0 : type == PB_RUN ? 1 : -1; }
+
+/* Refill the cache for (type, n) with a batch taken under one lock. */
+static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum pb_type type, unsigned n,
+                                            enum page_kind kind)
+{
+    unsigned batch = PCACHE_DEPTH / 2;
+    if (batch * n > PCACHE_BUDGET / 4)
+        batch = 1;
+    void *first;
+    lock_acquire(&heap.lock);
+    first = take_locked(type, n, 0, kind);
+    for (unsigned i = 1; first && i < batch; i++) {
+        void *r = take_locked(type, n, 0, PG_CACHED);
+        if (!r)
+            break;
+        pc->runs[ct][n][pc->count[ct][n]++] = r;
+        pc->pages += n;
+    }
+    lock_release(&heap.lock);
+    if (pc->stats)
+        stat_add(pc->stats, STAT_pcache_refill, 1);
+    return first;
+}
+
+void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t align_pages, enum page_kind kind)
+{
+    if (npages > BLOCK_USABLE_PAGES || npages == 0) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    int ct = cache_type(type);
+    unsigned n = (unsigned)npages;
+    if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES && align_pages <= 1) {
+        if (pc->count[ct][n]) {
+            void *r = pc->runs[ct][n][--pc->count[ct][n]];
+            pc->pages -= n;
+            page_of(r)->h.kind = (uint8_t)kind;
+            return r;
+        }
+        void *r = pcache_refill_slow(pc, ct, type, n, kind);
+        if (!r)
+            errno = ENOMEM;
+        return r;
+    }
+    lock_acquire(&heap.lock);
+    void *r = take_locked(type, n, log2_ceil(align_pages ? align_pages : 1), kind);
+    lock_release(&heap.lock);
+    if (!r)
+        errno = ENOMEM;
+    return r;
+}
+
+/* Give back half of every stack (all of it if `all`), under one lock. */
+static void pcache_drain(struct page_cache *pc, bool all)
+{
+    lock_acquire(&heap.lock);
+    for (int ct = 0; ct < PCACHE_TYPES; ct++)
+        for (unsigned n = 1; n <= PCACHE_MAX_PAGES; n++) {
+            unsigned keep = all ? 0 : pc->count[ct][n] / 2;
+            while (pc->count[ct][n] > keep) {
+                give_locked(pc->runs[ct][n][--pc->count[ct][n]]);
+                pc->pages -= n;
+            }
+        }
+    lock_release(&heap.lock);
+    if (pc->stats)
+        stat_add(pc->stats, STAT_pcache_drain, 1);
+}
+
+void page_cache_drain(struct page_cache *pc) { pcache_drain(pc, true); }
+
+void page_free(struct page_cache *pc, void *run)
+{
+    struct page *pg = page_of(run);
+    unsigned n = pg->h.npages;
+    int ct = cache_type((enum pb_type)block_of(run)->type);
+    if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES) {
+        if (pc->count[ct][n] == PCACHE_DEPTH || pc->pages + n > PCACHE_BUDGET)
+            pcache_drain(pc, false);
+        if (pc->count[ct][n] < PCACHE_DEPTH) {
+            pg->h.kind = PG_CACHED;
+            pc->runs[ct][n][pc->count[ct][n]++] = run;
+            pc->pages += n;
+            return;
+        }
+    }
+    lock_acquire(&heap.lock);
+    give_locked(run);
+    lock_release(&heap.lock);
+}
+
+bool page_resize(void *run, size_t new_npages)
+{
+    struct page *pg = page_of(run);
+    struct block *b = block_of(run);
+    unsigned first = (unsigned)(pg - block_pages(b)), n = pg->h.npages;
+    if (new_npages == n)
+        return true;
+    if (new_npages == 0 || first + new_npages > SL_BLOCK_PAGES)
+        return false;
+    bool ok = true;
+    lock_acquire(&heap.lock);
+    if (new_npages < n) {
+        block_give(b, first + (unsigned)new_npages, n - (unsigned)new_npages);
+    } else {
+        ok = block_take_range(b, first + n, (unsigned)new_npages - n);
+    }
+    if (ok) {
+        block_mark_run(b, first, (unsigned)new_npages, (enum page_kind)pg->h.kind);
+        relink(b);
+    }
+    lock_release(&heap.lock);
+    return ok;
+}
+
+void page_gauges(struct page_gauges *g)
+{
+    lock_acquire(&heap.lock);
+    g->blocks = heap.nblocks;
+    g->free_blocks = heap.nfree_blocks;
+    g->free_pages = 0;
+    for (int t = 0; t < PB_NTYPES; t++) {
+        g->blocks_by_type[t] = heap.blocks_by_type[t];
+        for (unsigned k = 0; k < NBUCKETS; k++)
+            for (struct block *b = heap.lists[t][k]; b; b = b->next)
+                g->free_pages += b->free_pages;
+    }
+    g->free_pages += heap.nfree_blocks * BLOCK_USABLE_PAGES;
+    lock_release(&heap.lock);
+}
+
+void page_fork_prepare(void) { lock_acquire(&heap.lock); }
+void page_fork_parent(void) { lock_release(&heap.lock); }
+void page_fork_child(void) { lock_reset(&heap.lock); }

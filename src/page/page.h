@@ -1,0 +1,54 @@
+/* page.h — the page layer: runs of pages from typed pageblocks, behind
+ * small per-thread page caches (the kernel's per-CPU page lists).
+ *
+ * The shared page heap keeps, per pageblock type, lists of blocks bucketed
+ * by how many pages they have free; wholly free blocks sit on their own list
+ * (type PB_FREE). Allocation order for type t (the fallback table in page.c):
+ *   1. t's own blocks, fullest bucket first (sparse blocks drain)
+ *   2. a whole free pageblock, re-typed to t
+ *   3. a new pageblock from the OS
+ *   4. a piece of another type's block: an external fragmentation event;
+ *      taking from a block that is at least half free re-types it.
+ *
+ * Lock order: page_heap.lock is a leaf (nothing else is taken under it).
+ */
+#ifndef SL_PAGE_H
+#define SL_PAGE_H
+
+#include "../stats/stats.h"
+#include "block.h"
+
+#define PCACHE_MAX_PAGES 16 /* runs of 1..16 pages are cached per thread */
+#define PCACHE_DEPTH     8
+#define PCACHE_TYPES     2 /* PB_SLAB and PB_RUN */
+#define PCACHE_BUDGET    256 /* pages one thread may park */
+
+/* Per-thread page cache. Owned by one thread; no lock. */
+struct page_cache {
+    uint8_t count[PCACHE_TYPES][PCACHE_MAX_PAGES + 1];
+    void *runs[PCACHE_TYPES][PCACHE_MAX_PAGES + 1][PCACHE_DEPTH];
+    unsigned pages;          /* pages parked here */
+    _Atomic uint64_t *stats; /* the owning heap's counters */
+};
+
+/* A run of npages pages, aligned to align_pages pages (power of two), in a
+ * block of `type`, its head descriptor marked `kind`. NULL + ENOMEM. */
+void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t align_pages, enum page_kind kind);
+/* Free a run returned by page_alloc (its head descriptor knows the length). */
+void page_free(struct page_cache *pc, void *run);
+/* Grow or shrink an allocated run in place; false if it cannot grow. */
+bool page_resize(void *run, size_t new_npages);
+void page_cache_drain(struct page_cache *pc);
+
+/* Gauges for the stats, taken under the lock. */
+struct page_gauges {
+    size_t blocks, free_blocks, free_pages;
+    size_t blocks_by_type[PB_NTYPES];
+};
+void page_gauges(struct page_gauges *g);
+
+void page_fork_prepare(void);
+void page_fork_parent(void);
+void page_fork_child(void);
+
+#endif

@@ -1,0 +1,38 @@
+/* pagemap.c — leaf creation and range updates; see pagemap.h. */
+#include "pagemap.h"
+
+#include "../os/os.h"
+
+_Atomic(_Atomic uintptr_t *) pagemap_top[1u << PM_TOP_BITS];
+
+static _Atomic uintptr_t *leaf_get_or_create(uintptr_t top)
+{
+    _Atomic uintptr_t *leaf = atomic_load_explicit(&pagemap_top[top], memory_order_acquire);
+    if (leaf)
+        return leaf;
+    size_t bytes = sizeof(uintptr_t) << PM_LEAF_BITS;
+    _Atomic uintptr_t *fresh = os_map(bytes);
+    if (!fresh)
+        return NULL;
+    _Atomic uintptr_t *expected = NULL;
+    if (atomic_compare_exchange_strong_explicit(&pagemap_top[top], &expected, fresh, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return fresh;
+    os_unmap((void *)fresh, bytes);
+    return expected;
+}
+
+bool pagemap_set(uintptr_t base, size_t size, uintptr_t value)
+{
+    for (uintptr_t a = base; a < base + size; a += SL_BLOCK) {
+        uintptr_t top = a >> (SL_BLOCK_SHIFT + PM_LEAF_BITS);
+        if (top >= (1u << PM_TOP_BITS))
+            return false;
+        _Atomic uintptr_t *leaf = leaf_get_or_create(top);
+        if (!leaf)
+            return false;
+        atomic_store_explicit(&leaf[(a >> SL_BLOCK_SHIFT) & ((1u << PM_LEAF_BITS) - 1)], value,
+                              memory_order_release);
+    }
+    return true;
+}

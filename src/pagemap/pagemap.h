@@ -1,0 +1,43 @@
+/* pagemap.h — which 2 MiB granules of the address space are sluice's, and to
+ * which region each belongs. Answers "is this pointer ours?" for every free.
+ *
+ * A two-level radix tree over 48-bit addresses: a static top level of 2^11
+ * leaf pointers, each leaf 2^16 entries (one per granule, 128 GiB a leaf),
+ * mapped on first use and never freed. An entry is 0 (not ours) or a region
+ * address with its kind in the low bits:
+ *   PM_BLOCK  the granule is a pageblock; the address is the block itself
+ *   PM_HUGE   the granule belongs to a huge mapping; the address is its
+ *             descriptor (struct huge)
+ * Readers take no lock (acquire loads); writers publish a region after
+ * initialising it and clear it before releasing it.
+ */
+#ifndef SL_PAGEMAP_H
+#define SL_PAGEMAP_H
+
+#include "../base/common.h"
+
+enum { PM_BLOCK = 1, PM_HUGE = 2, PM_KIND_MASK = 7 };
+
+#define PM_TOP_BITS  11
+#define PM_LEAF_BITS 16
+
+extern _Atomic(_Atomic uintptr_t *) pagemap_top[1u << PM_TOP_BITS];
+
+/* The entry for address a, or 0. Two dependent loads; no call. */
+sl_inline uintptr_t pagemap_get(uintptr_t a)
+{
+    uintptr_t top = a >> (SL_BLOCK_SHIFT + PM_LEAF_BITS);
+    if (unlikely(top >= (1u << PM_TOP_BITS)))
+        return 0;
+    _Atomic uintptr_t *leaf = atomic_load_explicit(&pagemap_top[top], memory_order_acquire);
+    if (unlikely(!leaf))
+        return 0;
+    return atomic_load_explicit(&leaf[(a >> SL_BLOCK_SHIFT) & ((1u << PM_LEAF_BITS) - 1)],
+                                memory_order_acquire);
+}
+
+/* Set the entries of [base, base + size) (granule aligned) to value.
+ * Returns false (ENOMEM) if a leaf could not be mapped. */
+bool pagemap_set(uintptr_t base, size_t size, uintptr_t value);
+
+#endif

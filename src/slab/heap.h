@@ -1,0 +1,110 @@
+/* heap.h — a thread heap: the current slab and partial slabs of every size
+ * class for one thread, its page cache and its counters; and the two fast
+ * paths of sluice, small malloc and small free by the owner.
+ *
+ * Fast path budget: no lock, no atomic RMW, no call. malloc: TLS load, class
+ * arithmetic, pop the current slab's freelist, set the bitmap bit, count.
+ * free: pagemap lookup (two loads), bitmap test, owner compare, push, count.
+ * Everything else goes to a *_slow function.
+ *
+ * A thread starts on heap_empty (every class's current slab is an empty
+ * dummy), so the first malloc falls into the slow path, which gives the
+ * thread a heap. When a thread exits its heap is abandoned: empty slabs are
+ * released and the heap goes on the orphan list, where a new thread takes it
+ * over whole, and live threads adopt its partial slabs and reclaim the rest.
+ *
+ * Lock order: 1 heaps_lock (heap lists) -> 2 page heap lock -> 3 meta lock.
+ */
+#ifndef SL_HEAP_H
+#define SL_HEAP_H
+
+#include "../page/page.h"
+#include "../pagemap/pagemap.h"
+#include "../stats/stats.h"
+#include "size_class.h"
+#include "slab.h"
+
+struct heap {
+    struct slab *cur[SL_NCLASSES];      /* owner; never NULL (slab_none) */
+    struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
+    _Atomic(struct slab *) notify;      /* FULL slabs that got a remote free */
+    struct page_cache pcache;           /* owner */
+    stat_counters stats;                /* owner writes, anyone reads */
+    struct heap *all_next;              /* heaps_lock */
+    struct heap *orphan_next;           /* heaps_lock */
+    bool orphan;                        /* heaps_lock */
+};
+
+extern struct heap heap_empty;
+extern __thread struct heap *tls_heap;
+
+void *heap_alloc_small_slow(struct heap *h, unsigned cls);
+void heap_free_block_slow(void *p);
+struct heap *heap_get_slow(void); /* this thread's heap, created if needed */
+
+sl_inline struct heap *heap_get(void)
+{
+    struct heap *h = tls_heap;
+    return likely(h != &heap_empty) ? h : heap_get_slow();
+}
+
+sl_inline void *heap_alloc_small(size_t n)
+{
+    struct heap *h = tls_heap;
+    unsigned cls = size_class(n);
+    struct slab *s = h->cur[cls];
+    void *p = s->free;
+    if (unlikely(!p))
+        return heap_alloc_small_slow(h, cls);
+    s->free = *(void **)p;
+    s->used++;
+    bitmap_set_owner((uintptr_t)p);
+    stat_add(h->stats, STAT_alloc_small, 1);
+    return p;
+}
+
+void heap_free_local_slow(struct heap *h, struct slab *s);
+
+/* Free of memory inside a pageblock (the caller looked the pagemap up).
+ * Small frees by the owning thread stay here. The bitmap is tested before the
+ * descriptor is read, so a bad pointer never steers a load. */
+sl_inline void heap_free_block(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    _Atomic uint64_t *w = bitmap_word(a);
+    uint64_t v = ld_relaxed(w), bit = bitmap_bit(a);
+    if (unlikely(!(v & bit)))
+        return heap_free_block_slow(p);
+    struct heap *h = tls_heap;
+    struct slab *s = slab_of_page(page_head(page_of(p)));
+    if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != h))
+        return heap_free_block_slow(p);
+    st_relaxed(w, v & ~bit);
+    void *f = s->free;
+    *(void **)p = f;
+    s->free = p;
+    s->used--;
+    stat_add(h->stats, STAT_free_small, 1);
+    if (unlikely(!f || !s->used))
+        heap_free_local_slow(h, s);
+}
+
+/* Medium allocations: page runs of PB_RUN blocks through the thread's page
+ * cache. align is a power of two (at most 1 MiB). */
+void *heap_alloc_run(size_t size, size_t align);
+/* Usable size of a live block-backed allocation at p (validated). */
+size_t heap_usable_size(void *p);
+/* Resize a live run in place; false if it cannot. */
+bool heap_resize_run(void *p, size_t new_size);
+/* Report a free of p that is not a live allocation, and abort. */
+_Noreturn void heap_bad_free(const void *p, uintptr_t pm_entry, const char *op);
+
+/* Thread lifecycle and process-wide operations. */
+void heap_thread_exit(struct heap *h);
+void heap_collect_all(void);          /* sl_purge: reclaim what threads hold */
+void heap_sum_stats(uint64_t out[STAT_COUNT]);
+void heap_fork_prepare(void);
+void heap_fork_parent(void);
+void heap_fork_child(void);
+
+#endif

@@ -1,0 +1,59 @@
+/* stats.h — every counter sluice keeps, in one table.
+ *
+ * Event counters live in an array per thread heap (written only by that
+ * thread: relaxed load + store, no RMW) and in one global array (written
+ * under the lock of the layer that counts). sl_stats_get sums them on demand
+ * together with the gauges each layer reports. The struct, the text summary
+ * (SLUICE_STATS=1) and the name list are all generated from SL_STAT_LIST.
+ */
+#ifndef SL_STATS_H
+#define SL_STATS_H
+
+#include "../base/common.h"
+
+#define SL_STAT_LIST(X)                                                        \
+    X(alloc_small, "small allocations (slab objects)")                        \
+    X(alloc_medium, "medium allocations (page runs)")                         \
+    X(alloc_huge, "huge allocations (own mappings)")                          \
+    X(free_small, "small frees by the owning thread")                         \
+    X(free_remote, "small frees by another thread")                           \
+    X(free_medium, "medium frees")                                            \
+    X(free_huge, "huge frees")                                                \
+    X(remote_collect, "remote free lists collected by owners")                \
+    X(slab_new, "slabs created")                                              \
+    X(slab_release, "empty slabs returned to the page layer")                 \
+    X(pcache_refill, "page cache refills (one lock each)")                    \
+    X(pcache_drain, "page cache drains (one lock each)")                      \
+    X(block_map, "pageblocks mapped")                                         \
+    X(block_unmap, "pageblocks unmapped")                                     \
+    X(block_steal, "whole free pageblocks taken by another type")             \
+    X(extfrag, "external fragmentation events")                               \
+    X(huge_map, "huge mappings made")                                         \
+    X(huge_unmap, "huge mappings unmapped")                                   \
+    X(huge_reuse, "huge allocations served from the huge cache")              \
+    X(realloc_inplace, "reallocs done in place")                              \
+    X(realloc_move, "reallocs that moved")                                    \
+    X(heap_new, "thread heaps created")                                       \
+    X(heap_reuse, "thread heaps of exited threads taken over")                \
+    X(heap_orphan, "thread heaps left by exiting threads")
+
+enum sl_stat {
+#define X(name, text) STAT_##name,
+    SL_STAT_LIST(X)
+#undef X
+    STAT_COUNT
+};
+
+typedef _Atomic uint64_t stat_counters[STAT_COUNT];
+
+extern stat_counters stats_global; /* written under the counting layer's lock */
+
+/* Single-writer add (owner thread, or holder of the layer's lock). */
+sl_inline void stat_add(_Atomic uint64_t *c, enum sl_stat id, uint64_t n)
+{
+    st_relaxed(&c[id], ld_relaxed(&c[id]) + n);
+}
+
+void stats_print(void); /* text summary to stderr, write(2) only */
+
+#endif
