@@ -19,31 +19,33 @@
 extern "C" {
 #endif
 
-void *sl_malloc(size_t size);
-void *sl_calloc(size_t n, size_t size);
-void *sl_realloc(void *p, size_t size);
-void *sl_reallocarray(void *p, size_t n, size_t size);
-void sl_free(void *p);
-void sl_free_sized(void *p, size_t size);
-void sl_free_aligned_sized(void *p, size_t align, size_t size);
-void *sl_aligned_alloc(size_t align, size_t size);
-int sl_posix_memalign(void **out, size_t align, size_t size);
-void *sl_memalign(size_t align, size_t size);
-void *sl_valloc(size_t size);
-void *sl_pvalloc(size_t size);
-size_t sl_usable_size(const void *p);
+#define SL_API __attribute__((visibility("default")))
+
+SL_API void *sl_malloc(size_t size);
+SL_API void *sl_calloc(size_t n, size_t size);
+SL_API void *sl_realloc(void *p, size_t size);
+SL_API void *sl_reallocarray(void *p, size_t n, size_t size);
+SL_API void sl_free(void *p);
+SL_API void sl_free_sized(void *p, size_t size);
+SL_API void sl_free_aligned_sized(void *p, size_t align, size_t size);
+SL_API void *sl_aligned_alloc(size_t align, size_t size);
+SL_API int sl_posix_memalign(void **out, size_t align, size_t size);
+SL_API void *sl_memalign(size_t align, size_t size);
+SL_API void *sl_valloc(size_t size);
+SL_API void *sl_pvalloc(size_t size);
+SL_API size_t sl_usable_size(const void *p);
 
 /* Release all free memory now: collect remote frees, return empty slabs and
  * cached pages, unmap free pageblocks and cached huge mappings. */
-void sl_purge(void);
+SL_API void sl_purge(void);
 
 /* Statistics. A name is a counter ("alloc_small", "free_remote",
  * "extfrag", ...) or a gauge ("blocks", "huge_live_bytes",
  * "mapped_bytes", ...); sl_stat_name(i) lists them all, NULL past the end.
  * Unknown names give 0. */
-uint64_t sl_stat(const char *name);
-const char *sl_stat_name(size_t i);
-void sl_stats_print(int fd);
+SL_API uint64_t sl_stat(const char *name);
+SL_API const char *sl_stat_name(size_t i);
+SL_API void sl_stats_print(int fd);
 
 #ifdef __cplusplus
 }

@@ -47,6 +47,8 @@ sl_inline void *alloc(size_t n)
  * its page-aligned slabs is aligned. SL_NCLASSES if none. */
 static unsigned aligned_class(size_t n, size_t align)
 {
+    if (n > SL_SMALL_MAX)
+        return SL_NCLASSES;
     size_t m = align_up(n ? n : 1, align);
     if (m > SL_SMALL_MAX)
         return SL_NCLASSES;

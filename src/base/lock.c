@@ -1,4 +1,10 @@
-/* lock.c — slow paths of the futex lock; see lock.h for the fork rule. */
+/* lock.c — slow paths of the futex lock; see lock.h for the fork rule.
+ *
+ * No lost wake-up: a waiter announces itself (waiters++) before its last
+ * attempt, and sleeps only if seq has not moved since it read it; a release
+ * clears owner before it reads waiters (both seq_cst), and bumps seq before
+ * waking.
+ */
 #include "lock.h"
 
 #include "../os/os.h"
@@ -8,6 +14,13 @@ static __thread char lock_identity;
 
 const void *lock_self(void) { return &lock_identity; }
 
+static bool try_once(sl_lock *l)
+{
+    const void *expected = NULL;
+    return atomic_compare_exchange_strong_explicit(&l->owner, &expected, lock_self(), memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
 void lock_acquire_slow(sl_lock *l)
 {
     if (ld_relaxed(&lock_fork_active) && ld_relaxed(&l->owner) == lock_self()) {
@@ -15,35 +28,31 @@ void lock_acquire_slow(sl_lock *l)
         return;
     }
     for (int spin = 0; spin < 64; spin++) {
-        int expected = 0;
-        if (atomic_compare_exchange_weak_explicit(&l->state, &expected, 1, memory_order_acquire,
-                                                  memory_order_relaxed)) {
-            st_relaxed(&l->owner, lock_self());
+        if (ld_relaxed(&l->owner) == NULL && try_once(l))
             return;
-        }
         __builtin_ia32_pause();
     }
-    while (atomic_exchange_explicit(&l->state, 2, memory_order_acquire) != 0)
-        os_futex_wait(&l->state, 2);
-    st_relaxed(&l->owner, lock_self());
-}
-
-void lock_release_slow(sl_lock *l) { os_futex_wake(&l->state, 1); }
-
-bool lock_try(sl_lock *l)
-{
-    int expected = 0;
-    if (atomic_compare_exchange_strong_explicit(&l->state, &expected, 1, memory_order_acquire,
-                                                memory_order_relaxed)) {
-        st_relaxed(&l->owner, lock_self());
-        return true;
+    atomic_fetch_add_explicit(&l->waiters, 1, memory_order_seq_cst);
+    for (;;) {
+        int seq = atomic_load_explicit(&l->seq, memory_order_seq_cst);
+        if (try_once(l))
+            break;
+        os_futex_wait(&l->seq, seq);
     }
-    return false;
+    atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
 }
+
+void lock_release_slow(sl_lock *l)
+{
+    atomic_fetch_add_explicit(&l->seq, 1, memory_order_seq_cst);
+    os_futex_wake(&l->seq, 1);
+}
+
+bool lock_try(sl_lock *l) { return try_once(l); }
 
 void lock_reset(sl_lock *l)
 {
-    atomic_store_explicit(&l->state, 0, memory_order_relaxed);
-    st_relaxed(&l->owner, NULL);
+    atomic_store_explicit(&l->owner, NULL, memory_order_relaxed);
+    atomic_store_explicit(&l->waiters, 0, memory_order_relaxed);
     l->nested = 0;
 }

@@ -1,5 +1,4 @@
-/* lock.h — the one mutex of sluice: a futex lock (Drepper's three states)
- * that knows its owner.
+/* lock.h — the one mutex of sluice: a futex lock that knows its owner.
  *
  * Why the owner: fork() runs sluice's prepare handler, which takes every lock
  * so the child inherits a consistent heap. Two callers would deadlock on a
@@ -16,27 +15,30 @@
 
 #include "common.h"
 
+/* The lock word is the owner's identity itself (CAS 0 -> self), so there is
+ * no instant at which a lock is held by nobody known: a signal handler
+ * that forks always recognises a lock its own thread holds. Sleepers wait on
+ * a separate futex word. */
 typedef struct sl_lock {
-    _Atomic int state;          /* 0 free, 1 held, 2 held with waiters */
-    _Atomic(const void *) owner; /* thread identity (a TLS address) or NULL */
-    int nested;                 /* re-entries during fork, owner-only */
+    _Atomic(const void *) owner; /* NULL free, else the holder's identity */
+    _Atomic int waiters;         /* threads asleep or about to sleep */
+    _Atomic int seq;             /* futex word, bumped by a release with waiters */
+    int nested;                  /* re-entries during fork, owner-only */
 } sl_lock;
 
-#define SL_LOCK_INIT { 0, NULL, 0 }
+#define SL_LOCK_INIT { NULL, 0, 0, 0 }
 
 extern _Atomic int lock_fork_active;
-const void *lock_self(void);   /* this thread's identity */
+const void *lock_self(void); /* this thread's identity */
 
 void lock_acquire_slow(sl_lock *l);
 
 sl_inline void lock_acquire(sl_lock *l)
 {
-    int expected = 0;
-    if (likely(atomic_compare_exchange_strong_explicit(&l->state, &expected, 1, memory_order_acquire,
-                                                       memory_order_relaxed))) {
-        st_relaxed(&l->owner, lock_self());
+    const void *expected = NULL;
+    if (likely(atomic_compare_exchange_strong_explicit(&l->owner, &expected, lock_self(), memory_order_acquire,
+                                                       memory_order_relaxed)))
         return;
-    }
     lock_acquire_slow(l);
 }
 
@@ -48,8 +50,8 @@ sl_inline void lock_release(sl_lock *l)
         l->nested--;
         return;
     }
-    st_relaxed(&l->owner, NULL);
-    if (unlikely(atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2))
+    atomic_store_explicit(&l->owner, NULL, memory_order_seq_cst);
+    if (unlikely(atomic_load_explicit(&l->waiters, memory_order_seq_cst)))
         lock_release_slow(l);
 }
 

@@ -96,17 +96,24 @@ static void take_notified(struct heap *h)
     }
 }
 
-/* An exhausted slab leaves the current position: FULL, unless remote frees
- * arrived meanwhile (then it is not exhausted after all). */
-static bool retire_full(struct slab *s)
+/* An exhausted slab leaves the current position: it becomes FULL, unless
+ * remote frees arrived meanwhile; then they are collected and it stays.
+ * Returns true if s has free objects again. */
+static bool retire_or_collect(struct heap *h, struct slab *s)
 {
-    uintptr_t expected = 0;
-    if (atomic_compare_exchange_strong_explicit(&s->remote, &expected, SLAB_FULL_BIT, memory_order_relaxed,
-                                                memory_order_relaxed)) {
-        s->state = SLAB_FULL;
-        return true;
+    for (;;) {
+        uintptr_t expected = 0;
+        if (atomic_compare_exchange_strong_explicit(&s->remote, &expected, SLAB_FULL_BIT, memory_order_relaxed,
+                                                    memory_order_relaxed) ||
+            expected == SLAB_FULL_BIT) {
+            s->state = SLAB_FULL;
+            return false;
+        }
+        if (slab_collect(s)) {
+            stat_add(h->stats, STAT_remote_collect, 1);
+            return true;
+        }
     }
-    return false;
 }
 
 /* ---- orphans ----------------------------------------------------------- */
@@ -273,12 +280,8 @@ static struct slab *refill(struct heap *h, unsigned cls)
             stat_add(h->stats, STAT_remote_collect, 1);
             return s;
         }
-        if (slab_carve(s))
+        if (slab_carve(s) || retire_or_collect(h, s))
             return s;
-        if (!retire_full(s)) {
-            slab_collect(s);
-            return s;
-        }
         h->cur[cls] = &slab_none;
     }
     take_notified(h);
@@ -289,12 +292,8 @@ static struct slab *refill(struct heap *h, unsigned cls)
             h->cur[cls] = s;
             if (slab_collect(s))
                 stat_add(h->stats, STAT_remote_collect, 1);
-            if (s->free || slab_carve(s))
+            if (s->free || slab_carve(s) || retire_or_collect(h, s))
                 return s;
-            if (!retire_full(s)) {
-                slab_collect(s);
-                return s;
-            }
             h->cur[cls] = &slab_none;
         }
         if (round == 0 && !orphan_adopt(h, cls))

@@ -1,0 +1,284 @@
+/* API conformance of the malloc family through the sl_ names (so the same
+ * test runs in the override build and under the sanitizers). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "sluice.h"
+#include "t.h"
+
+static int aligned(const void *p, size_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
+
+static void test_sizes(void)
+{
+    /* every size from 0 to 40 KiB, then powers of two and odd sizes up to 64 MiB:
+     * aligned, usable, writable, and distinct */
+    for (size_t n = 0; n <= 40000; n += (n < 2048 ? 1 : 61)) {
+        unsigned char *p = sl_malloc(n);
+        CHECK(p != NULL);
+        if (!p)
+            return;
+        CHECK(aligned(p, n >= 16 || n == 0 ? 16 : 8));
+        CHECK(sl_usable_size(p) >= n);
+        memset(p, 0xab, n);
+        sl_free(p);
+    }
+    for (size_t n = 1; n <= ((size_t)64 << 20); n *= 2) {
+        for (int d = -1; d <= 1; d++) {
+            size_t m = n + (size_t)d;
+            if (!m)
+                continue;
+            unsigned char *p = sl_malloc(m);
+            CHECK(p != NULL && aligned(p, 16) && sl_usable_size(p) >= m);
+            p[0] = 1;
+            p[m - 1] = 2;
+            sl_free(p);
+        }
+    }
+    void *a = sl_malloc(0), *b = sl_malloc(0);
+    CHECK(a && b && a != b); /* glibc: malloc(0) is a unique pointer */
+    sl_free(a);
+    sl_free(b);
+    sl_free(NULL);
+}
+
+static void test_errno(void)
+{
+    errno = 1234;
+    void *p = sl_malloc(100);
+    CHECK_EQ(errno, 1234); /* success leaves errno alone */
+    sl_free(p);
+    p = sl_malloc(5 << 20);
+    CHECK_EQ(errno, 1234);
+    sl_free(p);
+    CHECK_EQ(errno, 1234);
+
+    errno = 0;
+    CHECK(sl_malloc(SIZE_MAX) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(sl_malloc(PTRDIFF_MAX) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(sl_calloc(SIZE_MAX / 2, 3) == NULL && errno == ENOMEM); /* overflow */
+    errno = 0;
+    CHECK(sl_calloc((size_t)1 << 33, (size_t)1 << 33) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(sl_reallocarray(NULL, SIZE_MAX / 4, 8) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(sl_aligned_alloc(3, 64) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(sl_aligned_alloc(0, 64) == NULL && errno == EINVAL);
+    void *q = (void *)1;
+    CHECK_EQ(sl_posix_memalign(&q, 24, 64), EINVAL);
+    CHECK_EQ(sl_posix_memalign(&q, 4, 64), EINVAL); /* not a multiple of sizeof(void *) */
+    CHECK(q == (void *)1);
+    errno = 0;
+    CHECK_EQ(sl_posix_memalign(&q, 64, SIZE_MAX), ENOMEM);
+    errno = 0;
+    CHECK(sl_memalign(SIZE_MAX, 8) == NULL && errno == EINVAL);
+
+    /* realloc failure leaves the block intact */
+    unsigned char *r = sl_malloc(100);
+    memset(r, 7, 100);
+    errno = 0;
+    CHECK(sl_realloc(r, SIZE_MAX - 4096) == NULL && errno == ENOMEM);
+    CHECK(r[99] == 7);
+    sl_free(r);
+}
+
+static void test_calloc(void)
+{
+    for (size_t n = 1; n < (4u << 20); n = n * 3 + 1) {
+        /* dirty the memory first so reuse must be zeroed */
+        unsigned char *d = sl_malloc(n);
+        memset(d, 0xff, n);
+        sl_free(d);
+        unsigned char *p = sl_calloc(1, n);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += p[i] != 0;
+        CHECK_EQ(bad, 0);
+        sl_free(p);
+    }
+    CHECK(sl_calloc(0, 10) != NULL);
+}
+
+static void test_realloc(void)
+{
+    /* grow byte by byte through every regime, content preserved */
+    size_t n = 1;
+    unsigned char *p = sl_malloc(n);
+    p[0] = 0;
+    while (n < (6u << 20)) {
+        size_t m = n + n / 3 + 1;
+        p = sl_realloc(p, m);
+        CHECK(p != NULL);
+        if (!p)
+            return;
+        int ok = 1;
+        for (size_t i = 0; i < n; i += 997)
+            ok &= p[i] == (unsigned char)(i * 31);
+        CHECK(ok);
+        for (size_t i = 0; i < m; i++)
+            p[i] = (unsigned char)(i * 31);
+        n = m;
+    }
+    /* and back down */
+    while (n > 1) {
+        n /= 3;
+        if (!n)
+            n = 1;
+        p = sl_realloc(p, n);
+        CHECK(p[n - 1] == (unsigned char)((n - 1) * 31));
+    }
+    sl_free(p);
+
+    CHECK(sl_realloc(sl_malloc(10), 0) == NULL); /* glibc: frees, NULL */
+    p = sl_realloc(NULL, 50);
+    CHECK(p != NULL);
+    sl_free(p);
+
+    /* a medium run grows in place when the next pages are free */
+    uint64_t before = sl_stat("realloc_inplace");
+    p = sl_malloc(20000);
+    p = sl_realloc(p, 24000);
+    p = sl_realloc(p, 22000);
+    CHECK(sl_stat("realloc_inplace") >= before + 1);
+    sl_free(p);
+
+    /* huge realloc moves pages, not bytes, and keeps them */
+    p = sl_malloc(3u << 20);
+    memset(p, 0x5a, 3u << 20);
+    p = sl_realloc(p, 300u << 20);
+    CHECK(p[0] == 0x5a && p[(3u << 20) - 1] == 0x5a);
+    p[(300u << 20) - 1] = 1;
+    p = sl_realloc(p, 5u << 20);
+    CHECK(p[(3u << 20) - 1] == 0x5a);
+    sl_free(p);
+}
+
+static void test_aligned(void)
+{
+    for (size_t a = 1; a <= ((size_t)64 << 20); a *= 2) {
+        size_t sizes[] = { 1, 8, 100, a, a + 1, 3 * a / 2, 70000 };
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+            if (sizes[i] > (256u << 20))
+                continue;
+            void *p = sl_aligned_alloc(a, sizes[i]);
+            CHECK(p && aligned(p, a) && sl_usable_size(p) >= sizes[i]);
+            memset(p, 1, sizes[i]);
+            void *q = NULL;
+            CHECK(sl_posix_memalign(&q, a < sizeof(void *) ? sizeof(void *) : a, sizes[i]) == 0 &&
+                  aligned(q, a));
+            void *m = sl_memalign(a, sizes[i]);
+            CHECK(m && aligned(m, a));
+            sl_free_aligned_sized(p, a, sizes[i]);
+            sl_free(q);
+            sl_free(m);
+        }
+    }
+    void *m = sl_memalign(48, 10); /* glibc rounds to 64 */
+    CHECK(m && aligned(m, 64));
+    sl_free(m);
+    void *v = sl_valloc(10);
+    CHECK(v && aligned(v, 4096));
+    sl_free(v);
+    v = sl_pvalloc(10);
+    CHECK(v && aligned(v, 4096) && sl_usable_size(v) >= 4096);
+    sl_free(v);
+    v = sl_pvalloc(0);
+    CHECK(v && sl_usable_size(v) >= 4096);
+    sl_free(v);
+}
+
+static void test_sized(void)
+{
+    size_t sizes[] = { 1, 16, 17, 100, 4000, 16384, 16385, 100000, 1u << 20, (1u << 20) + 1, 9u << 20 };
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        void *p = sl_malloc(sizes[i]);
+        sl_free_sized(p, sizes[i]);
+    }
+    sl_free_sized(NULL, 5);
+    CHECK(1);
+}
+
+static void test_giant(void)
+{
+    /* 64 GiB: reserved, touched sparsely, freed; the machine has 24 GiB */
+    size_t n = (size_t)64 << 30;
+    unsigned char *p = sl_malloc(n);
+    CHECK(p != NULL);
+    if (p) {
+        for (size_t off = 0; off < n; off += (size_t)1 << 30)
+            p[off] = 1;
+        p[n - 1] = 2;
+        CHECK(sl_usable_size(p) >= n);
+        sl_free(p);
+    }
+}
+
+static void test_stats_and_purge(void)
+{
+    void *ps[1000];
+    uint64_t a0 = sl_stat("alloc_small");
+    for (int i = 0; i < 1000; i++)
+        ps[i] = sl_malloc(48);
+    CHECK(sl_stat("alloc_small") >= a0 + 1000);
+    for (int i = 0; i < 1000; i++)
+        sl_free(ps[i]);
+    void *h = sl_malloc(10u << 20);
+    sl_free(h);
+    CHECK(sl_stat("huge_cached_bytes") >= (10u << 20));
+    sl_purge();
+    CHECK_EQ(sl_stat("huge_cached_bytes"), 0);
+    CHECK(sl_stat("mapped_bytes") > 0);
+    CHECK(sl_stat_name(0) != NULL);
+    size_t i = 0;
+    while (sl_stat_name(i))
+        i++;
+    CHECK(i > 20);
+    CHECK_EQ(sl_stat("no_such_counter"), 0);
+}
+
+static void test_many_objects(void)
+{
+    /* 200k objects of mixed sizes, all content checked, freed in a shuffled order */
+    enum { N = 200000 };
+    static unsigned char *ps[N];
+    static size_t ns[N];
+    unsigned long long seed = 88172645463325252ull;
+    for (int i = 0; i < N; i++) {
+        ns[i] = (t_rand(&seed) % 8 == 0) ? t_rand(&seed) % 70000 : t_rand(&seed) % 300;
+        ps[i] = sl_malloc(ns[i]);
+        memset(ps[i], (int)(i & 0xff), ns[i]);
+    }
+    for (int i = N - 1; i > 0; i--) {
+        int j = (int)(t_rand(&seed) % (unsigned long long)(i + 1));
+        unsigned char *tp = ps[i];
+        size_t tn = ns[i];
+        ps[i] = ps[j], ns[i] = ns[j];
+        ps[j] = tp, ns[j] = tn;
+    }
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        if (ns[i] && ps[i][ns[i] - 1] != ps[i][0])
+            bad++;
+        sl_free(ps[i]);
+    }
+    CHECK_EQ(bad, 0);
+}
+
+int main(void)
+{
+    test_sizes();
+    test_errno();
+    test_calloc();
+    test_realloc();
+    test_aligned();
+    test_sized();
+    test_giant();
+    test_many_objects();
+    test_stats_and_purge();
+    return t_done("api");
+}

@@ -1,0 +1,148 @@
+/* Death tests: each misuse prints one line naming the problem and the
+ * address, then aborts. The parent re-runs itself with a case name, catches
+ * stderr, and expects SIGABRT and the message. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sluice.h"
+#include "t.h"
+
+static char static_buf[64];
+static void *shared_p;
+
+static void *free_twice(void *arg)
+{
+    (void)arg;
+    sl_free(shared_p);
+    sl_free(shared_p);
+    return NULL;
+}
+
+#if SL_OVERRIDE
+extern void _ZdlPvm(void *, size_t); /* operator delete(void *, size_t) */
+#endif
+
+static void run_case(const char *name)
+{
+    volatile char stack_buf[64];
+    char *p;
+    if (!strcmp(name, "double_free_small")) {
+        p = sl_malloc(64);
+        sl_free(p);
+        sl_free(p);
+    } else if (!strcmp(name, "double_free_medium")) {
+        p = sl_malloc(100000);
+        sl_free(p);
+        sl_free(p);
+    } else if (!strcmp(name, "double_free_huge")) {
+        p = sl_malloc(5u << 20);
+        sl_free(p);
+        sl_free(p);
+    } else if (!strcmp(name, "double_free_remote")) {
+        shared_p = sl_malloc(32);
+        pthread_t t;
+        pthread_create(&t, NULL, free_twice, NULL);
+        pthread_join(t, NULL);
+        sl_purge(); /* the owner collects the remote list */
+    } else if (!strcmp(name, "free_stack")) {
+        sl_free((void *)stack_buf);
+    } else if (!strcmp(name, "free_static")) {
+        sl_free(static_buf);
+    } else if (!strcmp(name, "free_interior_small")) {
+        p = sl_malloc(64);
+        sl_free(p + 16);
+    } else if (!strcmp(name, "free_interior_medium")) {
+        p = sl_malloc(100000);
+        sl_free(p + 8192);
+    } else if (!strcmp(name, "free_interior_huge")) {
+        p = sl_malloc(5u << 20);
+        sl_free(p + 4096);
+    } else if (!strcmp(name, "free_random")) {
+        sl_free((void *)(uintptr_t)0x123456789a0ull);
+    } else if (!strcmp(name, "free_block_header")) {
+        p = sl_malloc(64);
+        sl_free((void *)((uintptr_t)p & ~(uintptr_t)((2u << 20) - 1)));
+    } else if (!strcmp(name, "realloc_stack")) {
+        sl_realloc((void *)stack_buf, 100);
+    } else if (!strcmp(name, "realloc_freed")) {
+        p = sl_malloc(64);
+        sl_free(p);
+        sl_realloc(p, 100);
+    } else if (!strcmp(name, "free_sized_wrong")) {
+        p = sl_malloc(100);
+        sl_free_sized(p, 4000);
+#if SL_OVERRIDE
+    } else if (!strcmp(name, "delete_sized_wrong")) {
+        p = sl_malloc(24);
+        _ZdlPvm(p, 200);
+#endif
+    }
+    _exit(0); /* reaching here means the misuse went unnoticed */
+}
+
+struct expect {
+    const char *name, *message;
+};
+
+static const struct expect cases[] = {
+    { "double_free_small", "sluice: double free of 0x" },
+    { "double_free_medium", "sluice: double free of 0x" },
+    { "double_free_huge", "sluice: double free of 0x" },
+    { "double_free_remote", "sluice: double free of 0x" },
+    { "free_stack", "sluice: free of a pointer sluice did not allocate: 0x" },
+    { "free_static", "sluice: free of a pointer sluice did not allocate: 0x" },
+    { "free_interior_small", "sluice: free of an interior pointer 0x" },
+    { "free_interior_medium", "sluice: free of an interior pointer 0x" },
+    { "free_interior_huge", "sluice: free of an interior pointer 0x" },
+    { "free_random", "sluice: free of a pointer sluice did not allocate: 0x123456789a0" },
+    { "free_block_header", "sluice: free of a pointer sluice did not allocate: 0x" },
+    { "realloc_stack", "sluice: realloc of a pointer sluice did not allocate: 0x" },
+    { "realloc_freed", "sluice: realloc of freed memory at 0x" },
+    { "free_sized_wrong", "sluice: sized free with the wrong size: 0x" },
+#if SL_OVERRIDE
+    { "delete_sized_wrong", "sluice: sized free with the wrong size: 0x" },
+#endif
+};
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        run_case(argv[1]);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int fds[2];
+        if (pipe(fds))
+            return 2;
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fds[1], 2);
+            close(fds[0]);
+            execl("/proc/self/exe", argv[0], cases[i].name, (char *)NULL);
+            _exit(3);
+        }
+        close(fds[1]);
+        char out[1024];
+        size_t n = 0;
+        ssize_t r;
+        while (n < sizeof out - 1 && (r = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
+            n += (size_t)r;
+        out[n] = 0;
+        close(fds[0]);
+        int status;
+        waitpid(pid, &status, 0);
+        int aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+        int said = strstr(out, cases[i].message) != NULL;
+        int one_line = n > 0 && strchr(out, '\n') == out + n - 1;
+        if (!aborted || !said || !one_line)
+            fprintf(stderr, "case %s: aborted=%d message=%d one_line=%d stderr: %s\n", cases[i].name, aborted,
+                    said, one_line, out);
+        CHECK(aborted && said && one_line);
+    }
+    return t_done("death");
+}
