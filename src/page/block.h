@@ -42,7 +42,6 @@ enum page_kind {
     PG_FREE_TAIL,  /* inside a free chunk */
     PG_SLAB,       /* head of a slab */
     PG_RUN,        /* head of a medium run */
-    PG_CACHED,     /* head of a run parked in a thread's page cache */
     PG_TAIL,       /* inside an allocated run; head says where it starts */
 };
 

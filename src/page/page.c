@@ -196,7 +196,10 @@ static void give_locked(void *run)
 
 static int cache_type(enum pb_type type) { return type == PB_SLAB ? 0 : type == PB_RUN ? 1 : -1; }
 
-/* Refill the cache for (type, n) with a batch taken under one lock. */
+/* Refill the cache for (type, n) with a batch taken under one lock. A
+ * cached run keeps its head kind (PG_SLAB for PB_SLAB, PG_RUN for PB_RUN):
+ * descriptors are only ever written under the lock or by a live run's
+ * owner, so the buddy code of other threads never races with a write. */
 static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum pb_type type, unsigned n,
                                             enum page_kind kind)
 {
@@ -207,7 +210,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
     lock_acquire(&heap.lock);
     first = take_locked(type, n, 0, kind);
     for (unsigned i = 1; first && i < batch; i++) {
-        void *r = take_locked(type, n, 0, PG_CACHED);
+        void *r = take_locked(type, n, 0, kind);
         if (!r)
             break;
         pc->runs[ct][n][pc->count[ct][n]++] = r;
@@ -231,8 +234,7 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
         if (pc->count[ct][n]) {
             void *r = pc->runs[ct][n][--pc->count[ct][n]];
             pc->pages -= n;
-            page_of(r)->h.kind = (uint8_t)kind;
-            return r;
+            return r; /* its head kind was set under the lock and never changes */
         }
         void *r = pcache_refill_slow(pc, ct, type, n, kind);
         if (!r)
@@ -275,7 +277,6 @@ void page_free(struct page_cache *pc, void *run)
         if (pc->count[ct][n] == PCACHE_DEPTH || pc->pages + n > PCACHE_BUDGET)
             pcache_drain(pc, false);
         if (pc->count[ct][n] < PCACHE_DEPTH) {
-            pg->h.kind = PG_CACHED;
             pc->runs[ct][n][pc->count[ct][n]++] = run;
             pc->pages += n;
             return;

@@ -103,7 +103,8 @@ static bool retire_or_collect(struct heap *h, struct slab *s)
 {
     for (;;) {
         uintptr_t expected = 0;
-        if (atomic_compare_exchange_strong_explicit(&s->remote, &expected, SLAB_FULL_BIT, memory_order_relaxed,
+        /* release: the remote freer that clears the bit takes s->next over */
+        if (atomic_compare_exchange_strong_explicit(&s->remote, &expected, SLAB_FULL_BIT, memory_order_release,
                                                     memory_order_relaxed) ||
             expected == SLAB_FULL_BIT) {
             s->state = SLAB_FULL;

@@ -64,7 +64,7 @@ bool slab_free_remote(struct slab *s, void *p)
     uintptr_t old = atomic_load_explicit(&s->remote, memory_order_relaxed);
     do {
         *(void **)p = (void *)(old & ~SLAB_FULL_BIT);
-    } while (!atomic_compare_exchange_weak_explicit(&s->remote, &old, (uintptr_t)p, memory_order_release,
+    } while (!atomic_compare_exchange_weak_explicit(&s->remote, &old, (uintptr_t)p, memory_order_acq_rel,
                                                     memory_order_relaxed));
     return old & SLAB_FULL_BIT;
 }
