@@ -12,8 +12,8 @@
 #include "../pagemap/pagemap.h"
 #include "../stats/stats.h"
 
-#define HUGE_CACHE_ENTRIES 8
-#define HUGE_CACHE_BYTES   ((size_t)64 << 20)
+#define HUGE_CACHE_ENTRIES 4
+#define HUGE_CACHE_BYTES   ((size_t)32 << 20)
 
 static sl_lock huge_lock = SL_LOCK_INIT;
 static struct huge *cache;
@@ -34,12 +34,14 @@ static void unmap_locked_free(struct huge *hd)
     meta_free(hd, sizeof *hd);
 }
 
+/* Best fit among cached mappings of the right alignment; a larger one is
+ * trimmed to the request (its tail granules unmapped). */
 static struct huge *cache_take(size_t map_size, size_t align)
 {
     struct huge **best = NULL;
     for (struct huge **it = &cache; *it; it = &(*it)->next) {
         struct huge *c = *it;
-        if (c->map_size < map_size || c->map_size > map_size + map_size / 4 || ((uintptr_t)c->base & (align - 1)))
+        if (c->map_size < map_size || ((uintptr_t)c->base & (align - 1)))
             continue;
         if (!best || c->map_size < (*best)->map_size)
             best = it;
@@ -50,6 +52,11 @@ static struct huge *cache_take(size_t map_size, size_t align)
     *best = hd->next;
     cache_bytes -= hd->map_size;
     cache_count--;
+    if (hd->map_size > map_size + map_size / 4) {
+        pagemap_set((uintptr_t)hd->base + map_size, hd->map_size - map_size, 0);
+        os_unmap(hd->base + map_size, hd->map_size - map_size);
+        hd->map_size = map_size;
+    }
     return hd;
 }
 

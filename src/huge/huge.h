@@ -4,7 +4,7 @@
  * granules the request covers; the tail past the request is never touched).
  *
  * A freed mapping is kept in a small cache (HUGE_CACHE_ENTRIES, at most
- * HUGE_CACHE_BYTES) and reused for a request within 1.25x of its size, so a
+ * HUGE_CACHE_BYTES) and reused, best fit, trimmed to the request, so a
  * program that allocates and frees big buffers in a loop does not pay
  * mmap + page faults each time. Cached descriptors stay in the pagemap with
  * live == false, so a double free is named as one.

@@ -338,7 +338,11 @@ void heap_free_local_slow(struct heap *h, struct slab *s)
         else
             s->state = SLAB_NOTIFY; /* a remote freer is pushing it to notify */
     }
-    if (!s->used && s->state == SLAB_PARTIAL)
+    /* An empty slab goes back to the page layer unless it is the only
+     * partial slab of its class: that one is kept as a spare, so a class
+     * that oscillates around a slab boundary does not rebuild a slab on
+     * every other call. */
+    if (!s->used && s->state == SLAB_PARTIAL && (s->prev || s->next))
         slab_release(h, s, &h->pcache);
 }
 

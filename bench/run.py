@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Run the benchmark programs under sluice and its peers, interleaved.
+
+Every repeat runs every (benchmark, allocator) pair once, the allocators in a
+fresh random order each time, so a noisy minute hurts all of them alike.
+Reported: the median of each pair's wall time (the program's own timer) and
+of its peak RSS (VmHWM, reported by the program), their geometric means, and ratios to
+sluice. Writes bench/results/<stamp>.csv, bench/results/latest.md and, when
+matplotlib is importable, bench/results/latest.png.
+
+  python3 bench/run.py            full run (5 repeats)
+  python3 bench/run.py --quick    the demonstration behind `make run`
+"""
+import argparse
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+
+ALLOCATORS = [
+    ("sluice", os.path.join(BUILD, "libsluice.so")),
+    ("glibc", None),
+    ("jemalloc", os.path.join(LIBDIR, "libjemalloc.so.2")),
+    ("tcmalloc", os.path.join(LIBDIR, "libtcmalloc_minimal.so.4")),
+    ("mimalloc", os.path.join(LIBDIR, "libmimalloc.so.2")),
+]
+
+# name, program, scale (full), scale (quick), what it asks
+BENCHES = [
+    ("sizes", "bench_sizes", 1.0, 0.4, "single-thread size sweep, 8 B to 2 MiB"),
+    ("prodcons", "bench_prodcons", 1.0, 0.4, "producer-consumer, every free remote"),
+    ("churn", "bench_churn", 1.0, 0.4, "server-like churn, 4 threads, mixed lifetimes"),
+    ("realloc", "bench_realloc_grow", 1.0, 0.4, "realloc growth of strings and vectors"),
+    ("threads", "bench_thread_churn", 1.0, 0.4, "thread creation churn"),
+]
+
+
+def run_once(prog, scale, lib):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if lib:
+        env["LD_PRELOAD"] = lib
+    proc = subprocess.Popen([prog, str(scale)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    out = proc.stdout.read().decode()
+    if proc.wait() != 0:
+        raise RuntimeError(f"{prog} under {lib or 'glibc'} exited with status {proc.returncode}")
+    seconds = float(out.split("seconds=")[1].split()[0])
+    peak_kib = float(out.split("peak_rss_kib=")[1].split()[0])
+    return seconds, peak_kib / 1024.0  # MiB
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="short run for `make run`")
+    ap.add_argument("--repeats", type=int, default=None)
+    args = ap.parse_args()
+    repeats = args.repeats or (3 if args.quick else 5)
+
+    allocs = [(n, p) for n, p in ALLOCATORS if p is None or os.path.exists(p)]
+    missing = [n for n, p in ALLOCATORS if p is not None and not os.path.exists(p)]
+    if missing:
+        print("not installed, left out:", ", ".join(missing),
+              "(apt-get install libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)")
+    times = {(b[0], a[0]): [] for b in BENCHES for a in allocs}
+    rss = {(b[0], a[0]): [] for b in BENCHES for a in allocs}
+    rows = []
+    rng = random.Random(1)
+    t_start = time.time()
+    for rep in range(repeats):
+        for name, prog, full, quick, _ in BENCHES:
+            order = allocs[:]
+            rng.shuffle(order)
+            for aname, lib in order:
+                s, m = run_once(os.path.join(BUILD, "bench", prog), quick if args.quick else full, lib)
+                times[(name, aname)].append(s)
+                rss[(name, aname)].append(m)
+                rows.append((rep, name, aname, s, m))
+        print(f"repeat {rep + 1}/{repeats} done ({time.time() - t_start:.0f} s)", file=sys.stderr)
+
+    names = [a[0] for a in allocs]
+    med_t = {k: statistics.median(v) for k, v in times.items()}
+    med_m = {k: statistics.median(v) for k, v in rss.items()}
+
+    lines = []
+    mode = "quick" if args.quick else "full"
+    lines.append(f"Benchmarks ({mode}: {repeats} interleaved repeats, medians; "
+                 f"`python3 bench/run.py{' --quick' if args.quick else ''}`)\n")
+    lines.append("Time in seconds (lower is better):\n")
+    lines.append("| benchmark | " + " | ".join(names) + " |")
+    lines.append("|---" * (len(names) + 1) + "|")
+    for b in BENCHES:
+        lines.append(f"| {b[0]} | " + " | ".join(f"{med_t[(b[0], a)]:.3f}" for a in names) + " |")
+    gt = {a: geomean([med_t[(b[0], a)] for b in BENCHES]) for a in names}
+    gm = {a: geomean([med_m[(b[0], a)] for b in BENCHES]) for a in names}
+    lines.append("| **geomean** | " + " | ".join(f"**{gt[a]:.3f}**" for a in names) + " |")
+    lines.append("| sluice / x | " + " | ".join(f"{gt['sluice'] / gt[a]:.2f}" for a in names) + " |")
+    lines.append("\nPeak RSS in MiB (lower is better):\n")
+    lines.append("| benchmark | " + " | ".join(names) + " |")
+    lines.append("|---" * (len(names) + 1) + "|")
+    for b in BENCHES:
+        lines.append(f"| {b[0]} | " + " | ".join(f"{med_m[(b[0], a)]:.1f}" for a in names) + " |")
+    lines.append("| **geomean** | " + " | ".join(f"**{gm[a]:.1f}**" for a in names) + " |")
+    lines.append("| sluice / x | " + " | ".join(f"{gm['sluice'] / gm[a]:.2f}" for a in names) + " |")
+    peers = [a for a in names if a != "sluice"]
+    if peers:
+        fast = min((a for a in peers if a in ("mimalloc", "tcmalloc")), key=lambda a: gt[a], default=None)
+        lines.append("")
+        if fast:
+            lines.append(f"sluice time / faster of mimalloc and tcmalloc ({fast}): {gt['sluice'] / gt[fast]:.2f}")
+        if "glibc" in gt:
+            lines.append(f"sluice time / glibc: {gt['sluice'] / gt['glibc']:.2f}")
+        low = min(peers, key=lambda a: gm[a])
+        lines.append(f"sluice peak RSS / lowest peer ({low}): {gm['sluice'] / gm[low]:.2f}")
+    table = "\n".join(lines)
+    print(table)
+
+    outdir = os.path.join(ROOT, "bench", "results")
+    os.makedirs(outdir, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    with open(os.path.join(outdir, f"{stamp}.csv"), "w") as f:
+        f.write("repeat,benchmark,allocator,seconds,peak_rss_mib\n")
+        for r in rows:
+            f.write(f"{r[0]},{r[1]},{r[2]},{r[3]:.6f},{r[4]:.1f}\n")
+    with open(os.path.join(outdir, "latest.md"), "w") as f:
+        f.write(table + "\n")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+        width = 0.8 / len(names)
+        for ax, med, title in ((axes[0], med_t, "time relative to glibc"), (axes[1], med_m, "peak RSS relative to glibc")):
+            base = {b[0]: med[(b[0], "glibc")] if "glibc" in names else 1.0 for b in BENCHES}
+            for i, a in enumerate(names):
+                ax.bar([j + i * width for j in range(len(BENCHES))],
+                       [med[(b[0], a)] / base[b[0]] for b in BENCHES], width, label=a)
+            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(BENCHES))])
+            ax.set_xticklabels([b[0] for b in BENCHES])
+            ax.axhline(1.0, color="gray", linewidth=0.5)
+            ax.set_title(title + " (lower is better)")
+        axes[0].legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "latest.png"), dpi=90)
+    except ImportError:
+        print("(matplotlib not installed: no chart)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
