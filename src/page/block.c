@@ -145,8 +145,23 @@ void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind 
     pg[first].h.kind = (uint8_t)kind;
     pg[first].h.head = (uint16_t)first;
     pg[first].h.npages = n;
+    if (kind != PG_SLAB)
+        return; /* only slab objects are looked up from inside a run */
     for (unsigned i = first + 1; i < first + n; i++) {
         pg[i].h.kind = PG_TAIL;
         pg[i].h.head = (uint16_t)first;
     }
+}
+
+unsigned block_find_run(struct block *b, unsigned idx)
+{
+    struct page *pg = block_pages(b);
+    for (unsigned i = idx + 1; i-- > BLOCK_HEADER_PAGES;) {
+        unsigned k = pg[i].h.kind;
+        if ((k == PG_SLAB || k == PG_RUN) && pg[i].h.head == i && i + pg[i].h.npages > idx)
+            return i;
+        if (k == PG_FREE && i + (1u << pg[i].h.order) > idx)
+            return 0;
+    }
+    return 0;
 }

@@ -9,13 +9,16 @@
  *   [48 KiB, 2 MiB) 500 usable pages.
  *
  * pointer -> block by masking, -> descriptor by page index, -> head
- * descriptor through page.head. The bitmap alone says whether an address is a
+ * descriptor through page.head (kept in every page of a slab; a medium run
+ * marks its head page only, since only slab objects are looked up from
+ * inside a run). The bitmap alone says whether an address is a
  * live allocation: interior, foreign and already-freed pointers all read 0.
  *
  * Buddy: free chunks of 2^order pages (order 0..8), naturally aligned within
  * the block, on one doubly linked list per order (16-bit page indices). A
  * free chunk's head descriptor is PG_FREE with its order; a head absorbed by
- * a merge becomes PG_FREE_TAIL. Allocated runs have every page's head set.
+ * a merge becomes PG_FREE_TAIL; no page inside a free chunk but its head
+ * is ever PG_FREE.
  *
  * Synchronisation: a block's buddy state is guarded by the page heap lock.
  * Descriptors of an allocated run belong to its owner (slab layer / run
@@ -113,5 +116,8 @@ void block_give(struct block *b, unsigned first, unsigned n);
 bool block_take_range(struct block *b, unsigned first, unsigned n);
 /* Mark [first, first + n) as one allocated run with head kind `kind`. */
 void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind kind);
+/* The head index of the allocated run covering page idx, or 0 (slow: for
+ * error messages). */
+unsigned block_find_run(struct block *b, unsigned idx);
 
 #endif

@@ -1,8 +1,10 @@
 /* page.c — the shared page heap and the per-thread page caches.
  *
  * Shared state is guarded by page_heap.lock (a leaf lock). A block is on at
- * most one list: lists[type][bucket] while it has free pages (bucket =
- * log2 of its free page count), free_blocks when wholly free, none when full.
+ * most one list: lists[type][o] while the largest free chunk it has is of
+ * order o, free_blocks when wholly free, none when full. A request of order
+ * o takes the first block of the lowest list >= o: best fit by chunk, which
+ * is also the fuller block, so sparse blocks drain and come free whole.
  * Wholly free blocks beyond FREE_BLOCKS_RETAINED are unmapped (the purge
  * layer will replace this with lazy purging).
  */
@@ -17,7 +19,6 @@
 #define NBUCKETS             (BLOCK_MAX_ORDER + 1)
 #define LIST_NONE            0xff
 #define LIST_FREE            0xfe
-#define BUCKET_SCAN          16 /* blocks looked at per bucket before moving on */
 #define FREE_BLOCKS_RETAINED 4
 
 /* Fallback order when a type has no room: which other types it may take a
@@ -83,7 +84,7 @@ static void block_unmap(struct block *b)
     stat_add(stats_global, STAT_block_unmap, 1);
 }
 
-/* Put b on the list its free page count calls for. */
+/* Put b on the list its free pages call for. */
 static void relink(struct block *b)
 {
     uint8_t want;
@@ -92,7 +93,7 @@ static void relink(struct block *b)
     else if (b->free_pages == 0)
         want = LIST_NONE;
     else
-        want = (uint8_t)log2_floor(b->free_pages);
+        want = (uint8_t)log2_floor(b->order_mask); /* largest free chunk */
     if (want == b->list)
         return;
     list_unlink(b);
@@ -128,12 +129,9 @@ static struct block *block_new(enum pb_type type)
 
 static struct block *find_in_type(enum pb_type type, unsigned order)
 {
-    for (unsigned bucket = order; bucket < NBUCKETS; bucket++) {
-        unsigned scanned = 0;
-        for (struct block *b = heap.lists[type][bucket]; b && scanned < BUCKET_SCAN; b = b->next, scanned++)
-            if (b->order_mask >> order)
-                return b;
-    }
+    for (unsigned o = order; o < NBUCKETS; o++)
+        if (heap.lists[type][o])
+            return heap.lists[type][o];
     return NULL;
 }
 

@@ -370,6 +370,10 @@ void heap_free_block_slow(void *p)
     struct heap *owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
     if (owner == h) /* raced with nothing: the fast path's view was stale */
         return heap_free_block(p);
+    /* a thread that only frees (a consumer) gets a heap too, so its counts
+     * stay thread-local instead of contending on a global atomic */
+    if (h == &heap_empty && heap_get_slow())
+        h = tls_heap;
     count(h, STAT_free_remote, 1);
     if (slab_free_remote(s, p))
         notify_push(owner, s);
@@ -414,10 +418,12 @@ _Noreturn sl_cold void heap_bad_free(const void *p, uintptr_t e, const char *op)
     if (!(e & PM_BLOCK))
         sl_fatal(foreign[is_realloc], p, NULL, 0);
     unsigned idx = page_index(p);
-    struct page *pg = page_of(p);
-    if (idx < BLOCK_HEADER_PAGES || pg->h.head >= SL_BLOCK_PAGES)
+    if (idx < BLOCK_HEADER_PAGES)
         sl_fatal(foreign[is_realloc], p, NULL, 0);
-    struct page *head = page_head(pg);
+    unsigned run = block_find_run(block_of(p), idx);
+    if (!run)
+        sl_fatal(is_realloc ? "realloc of freed memory at" : "double free of", p, NULL, 0);
+    struct page *head = &block_pages(block_of(p))[run];
     if (head->h.kind == PG_SLAB) {
         struct slab *s = slab_of_page(head);
         if (slab_is_object_start(s, p))
