@@ -3,18 +3,25 @@
 
 #include "../os/os.h"
 
-_Atomic(_Atomic uintptr_t *) pagemap_top[1u << PM_TOP_BITS];
+_Atomic uintptr_t pagemap_zero_leaf[1u << PM_LEAF_BITS];
+
+#define Z1   pagemap_zero_leaf,
+#define Z8   Z1 Z1 Z1 Z1 Z1 Z1 Z1 Z1
+#define Z64  Z8 Z8 Z8 Z8 Z8 Z8 Z8 Z8
+#define Z512 Z64 Z64 Z64 Z64 Z64 Z64 Z64 Z64
+_Atomic(_Atomic uintptr_t *) pagemap_top[1u << PM_TOP_BITS] = { Z512 Z512 Z512 Z512 };
+_Static_assert((1u << PM_TOP_BITS) == 2048, "the initialiser above fills 2048 slots");
 
 static _Atomic uintptr_t *leaf_get_or_create(uintptr_t top)
 {
     _Atomic uintptr_t *leaf = atomic_load_explicit(&pagemap_top[top], memory_order_acquire);
-    if (leaf)
+    if (leaf != pagemap_zero_leaf)
         return leaf;
     size_t bytes = sizeof(uintptr_t) << PM_LEAF_BITS;
     _Atomic uintptr_t *fresh = os_map(bytes);
     if (!fresh)
         return NULL;
-    _Atomic uintptr_t *expected = NULL;
+    _Atomic uintptr_t *expected = pagemap_zero_leaf;
     if (atomic_compare_exchange_strong_explicit(&pagemap_top[top], &expected, fresh, memory_order_acq_rel,
                                                 memory_order_acquire))
         return fresh;
@@ -28,9 +35,13 @@ bool pagemap_set(uintptr_t base, size_t size, uintptr_t value)
         uintptr_t top = a >> (SL_BLOCK_SHIFT + PM_LEAF_BITS);
         if (top >= (1u << PM_TOP_BITS))
             return false;
-        _Atomic uintptr_t *leaf = leaf_get_or_create(top);
-        if (!leaf)
-            return false;
+        _Atomic uintptr_t *leaf = atomic_load_explicit(&pagemap_top[top], memory_order_acquire);
+        if (leaf == pagemap_zero_leaf) {
+            if (!value)
+                continue; /* clearing what was never set */
+            if (!(leaf = leaf_get_or_create(top)))
+                return false;
+        }
         atomic_store_explicit(&leaf[(a >> SL_BLOCK_SHIFT) & ((1u << PM_LEAF_BITS) - 1)], value,
                               memory_order_release);
     }

@@ -34,14 +34,25 @@
 
 extern const uint32_t class_size[SL_NCLASSES];
 extern const uint8_t class_pages[SL_NCLASSES];
+extern const uint8_t class_lut[65];
 
-/* Class of a request of n <= SL_SMALL_MAX bytes: a few instructions, no table. */
-sl_inline unsigned size_class(size_t n)
+/* The arithmetic behind the classes: 16-byte steps to 128, then 8 classes
+ * per doubling. */
+sl_inline unsigned size_class_arith(size_t n)
 {
     if (n <= 128)
         return n ? (unsigned)((n - 1) >> 4) : 0;
     unsigned b = log2_floor(n - 1);
     return ((b - 7) << 3) + (unsigned)((n - 1) >> (b - 3));
+}
+
+/* Class of a request of n <= SL_SMALL_MAX bytes: a table up to 1 KiB (the
+ * common case, three instructions), the arithmetic above it. */
+sl_inline unsigned size_class(size_t n)
+{
+    if (likely(n <= 1024))
+        return class_lut[(n + 15) >> 4];
+    return size_class_arith(n);
 }
 
 #endif
