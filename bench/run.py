@@ -128,35 +128,20 @@ def main():
     outdir = os.path.join(ROOT, "bench", "results")
     os.makedirs(outdir, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    with open(os.path.join(outdir, f"{stamp}.csv"), "w") as f:
+    with open(os.path.join(outdir, f"{stamp}.csv"), "w") as f:  # noqa: the chart reads it
         f.write("repeat,benchmark,allocator,seconds,peak_rss_mib\n")
         for r in rows:
             f.write(f"{r[0]},{r[1]},{r[2]},{r[3]:.6f},{r[4]:.1f}\n")
     with open(os.path.join(outdir, "latest.md"), "w") as f:
         f.write(table + "\n")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-        width = 0.8 / len(names)
-        for ax, med, title in ((axes[0], med_t, "time relative to glibc"), (axes[1], med_m, "peak RSS relative to glibc")):
-            base = {b[0]: med[(b[0], "glibc")] if "glibc" in names else 1.0 for b in BENCHES}
-            for i, a in enumerate(names):
-                ax.bar([j + i * width for j in range(len(BENCHES))],
-                       [med[(b[0], a)] / base[b[0]] for b in BENCHES], width, label=a)
-            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(BENCHES))])
-            ax.set_xticklabels([b[0] for b in BENCHES])
-            ax.axhline(1.0, color="gray", linewidth=0.5)
-            ax.set_title(title + " (lower is better)")
-        axes[0].legend()
-        fig.tight_layout()
-        fig.savefig(os.path.join(outdir, "latest.png"), dpi=90)
-    except ImportError:
-        print("(matplotlib not installed: no chart)", file=sys.stderr)
-
+    csv_path = os.path.join(outdir, f"{stamp}.csv")
+    chart = os.path.join(ROOT, "bench", "chart.py")
+    for py in (sys.executable, "/usr/bin/python3"):  # whichever has matplotlib
+        if os.path.exists(py) and subprocess.run([py, "-c", "import matplotlib"], capture_output=True).returncode == 0:
+            subprocess.run([py, chart, csv_path])
+            break
+    else:
+        print("(matplotlib not installed: no chart; apt-get install python3-matplotlib)", file=sys.stderr)
 
 if __name__ == "__main__":
     main()
