@@ -5,8 +5,10 @@
  * order o, free_blocks when wholly free, none when full. A request of order
  * o takes the first block of the lowest list >= o: best fit by chunk, which
  * is also the fuller block, so sparse blocks drain and come free whole.
- * Wholly free blocks beyond FREE_BLOCKS_RETAINED are unmapped (the purge
- * layer will replace this with lazy purging).
+ * Wholly free blocks are kept for reuse up to an eighth of all blocks (at
+ * least FREE_BLOCKS_MIN), the 1:8 dirty-to-active ratio of DESIGN.md;
+ * beyond that they are unmapped. Measured: with a fixed 4, a sweep of
+ * 256 KiB-2 MiB requests mapped and unmapped a block every 20 operations.
  */
 #include "page.h"
 
@@ -19,7 +21,7 @@
 #define NBUCKETS             (BLOCK_MAX_ORDER + 1)
 #define LIST_NONE            0xff
 #define LIST_FREE            0xfe
-#define FREE_BLOCKS_RETAINED 4
+#define FREE_BLOCKS_MIN      4
 
 /* Fallback order when a type has no room: which other types it may take a
  * piece from, best first (mm/page_alloc.c's fallbacks[] table). */
@@ -99,7 +101,8 @@ static void relink(struct block *b)
     list_unlink(b);
     if (want == LIST_FREE) {
         set_type(b, PB_FREE);
-        if (heap.nfree_blocks >= FREE_BLOCKS_RETAINED) {
+        size_t keep = heap.nblocks / 8 > FREE_BLOCKS_MIN ? heap.nblocks / 8 : FREE_BLOCKS_MIN;
+        if (heap.nfree_blocks >= keep) {
             block_unmap(b);
             return;
         }
