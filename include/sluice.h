@@ -35,6 +35,17 @@ SL_API void *sl_valloc(size_t size);
 SL_API void *sl_pvalloc(size_t size);
 SL_API size_t sl_usable_size(const void *p);
 
+/* Bulk operations. sl_alloc_bulk gives n objects of `size` bytes in out,
+ * all or none: it returns n, or 0 with errno = ENOMEM. sl_free_bulk frees
+ * any mix of sizes and owning threads; NULL entries are skipped. Objects of
+ * one slab are chained privately and handed back with one operation (none
+ * for this thread's slabs, one compare-and-swap for another thread's), so
+ * freeing N objects costs one splice per slab rather than N frees. Like the
+ * kernel's kmem_cache_free_bulk, sl_free_bulk may set entries of ptrs to
+ * NULL as it goes. */
+SL_API size_t sl_alloc_bulk(size_t size, size_t n, void **out);
+SL_API void sl_free_bulk(void **ptrs, size_t n);
+
 /* Release all free memory now: collect remote frees, return empty slabs and
  * cached pages, unmap free pageblocks and cached huge mappings. */
 SL_API void sl_purge(void);

@@ -56,6 +56,9 @@ static void run_case(const char *name)
     } else if (!strcmp(name, "free_interior_small")) {
         p = sl_malloc(64);
         sl_free(p + 16);
+    } else if (!strcmp(name, "free_interior_grain")) {
+        p = sl_malloc(64);
+        sl_free(p + 8); /* inside the first 16-byte grain of the object */
     } else if (!strcmp(name, "free_interior_medium")) {
         p = sl_malloc(100000);
         sl_free(p + 8192);
@@ -73,6 +76,16 @@ static void run_case(const char *name)
         p = sl_malloc(64);
         sl_free(p);
         sl_realloc(p, 100);
+    } else if (!strcmp(name, "bulk_double_free")) {
+        void *objs[8];
+        sl_alloc_bulk(32, 4, objs);
+        objs[4] = objs[1];
+        sl_free_bulk(objs, 5);
+    } else if (!strcmp(name, "bulk_interior")) {
+        void *objs[4];
+        sl_alloc_bulk(64, 3, objs);
+        objs[3] = (char *)objs[2] + 8;
+        sl_free_bulk(objs, 4);
     } else if (!strcmp(name, "free_sized_wrong")) {
         p = sl_malloc(100);
         sl_free_sized(p, 4000);
@@ -97,12 +110,15 @@ static const struct expect cases[] = {
     { "free_stack", "sluice: free of a pointer sluice did not allocate: 0x" },
     { "free_static", "sluice: free of a pointer sluice did not allocate: 0x" },
     { "free_interior_small", "sluice: free of an interior pointer 0x" },
+    { "free_interior_grain", "sluice: free of an interior pointer 0x" },
     { "free_interior_medium", "sluice: free of an interior pointer 0x" },
     { "free_interior_huge", "sluice: free of an interior pointer 0x" },
     { "free_random", "sluice: free of a pointer sluice did not allocate: 0x123456789a0" },
     { "free_block_header", "sluice: free of a pointer sluice did not allocate: 0x" },
     { "realloc_stack", "sluice: realloc of a pointer sluice did not allocate: 0x" },
     { "realloc_freed", "sluice: realloc of freed memory at 0x" },
+    { "bulk_double_free", "sluice: double free of 0x" },
+    { "bulk_interior", "sluice: free of an interior pointer 0x" },
     { "free_sized_wrong", "sluice: sized free with the wrong size: 0x" },
 #if SL_OVERRIDE
     { "delete_sized_wrong", "sluice: sized free with the wrong size: 0x" },

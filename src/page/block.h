@@ -93,7 +93,12 @@ sl_inline _Atomic uint64_t *bitmap_word(uintptr_t a)
     return (_Atomic uint64_t *)(align_down(a, SL_BLOCK) + BLOCK_BITMAP_OFF) + ((a >> 10) & (BLOCK_BITMAP_WORDS - 1));
 }
 sl_inline uint64_t bitmap_bit(uintptr_t a) { return (uint64_t)1 << ((a >> SL_GRAIN_SHIFT) & 63); }
-sl_inline bool bitmap_test(uintptr_t a) { return ld_relaxed(bitmap_word(a)) & bitmap_bit(a); }
+/* Is a the start of a live allocation? A bit covers a 16-byte grain, so an
+ * address inside the grain (p + 8) must be refused by its alignment. */
+sl_inline bool bitmap_test(uintptr_t a)
+{
+    return !(a & (SL_GRAIN - 1)) && (ld_relaxed(bitmap_word(a)) & bitmap_bit(a));
+}
 /* Single-writer set/clear (the owner of the slab): plain load and store. */
 sl_inline void bitmap_set_owner(uintptr_t a)
 {

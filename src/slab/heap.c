@@ -73,7 +73,7 @@ static void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
     page_free(pc, slab_base(s));
 }
 
-static void notify_push(struct heap *owner, struct slab *s)
+void heap_notify(struct heap *owner, struct slab *s)
 {
     struct slab *old = atomic_load_explicit(&owner->notify, memory_order_relaxed);
     do {
@@ -271,7 +271,7 @@ static struct slab *slab_new(struct heap *h, unsigned cls)
 }
 
 /* Make cur[cls] a slab with a non-empty free list, or NULL (ENOMEM). */
-static struct slab *refill(struct heap *h, unsigned cls)
+struct slab *heap_refill(struct heap *h, unsigned cls)
 {
     struct slab *s = h->cur[cls];
     if (s != &slab_none) {
@@ -312,7 +312,7 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
 {
     if (h == &heap_empty && !(h = heap_get_slow()))
         return NULL;
-    struct slab *s = refill(h, cls);
+    struct slab *s = heap_refill(h, cls);
     if (!s) {
         errno = ENOMEM;
         return NULL;
@@ -376,7 +376,7 @@ void heap_free_block_slow(void *p)
         h = tls_heap;
     count(h, STAT_free_remote, 1);
     if (slab_free_remote(s, p))
-        notify_push(owner, s);
+        heap_notify(owner, s);
 }
 
 /* ---- medium runs --------------------------------------------------------- */

@@ -64,6 +64,10 @@ sl_inline void *heap_alloc_small(size_t n)
 }
 
 void heap_free_local_slow(struct heap *h, struct slab *s);
+/* For the bulk layer: make h->cur[cls] a slab with free objects (NULL +
+ * ENOMEM), and tell a slab's owner that a FULL slab got remote frees. */
+struct slab *heap_refill(struct heap *h, unsigned cls);
+void heap_notify(struct heap *owner, struct slab *s);
 
 /* Free of memory inside a pageblock (the caller looked the pagemap up).
  * Small frees by the owning thread stay here. The bitmap is tested before the
@@ -73,7 +77,7 @@ sl_inline void heap_free_block(void *p)
     uintptr_t a = (uintptr_t)p;
     _Atomic uint64_t *w = bitmap_word(a);
     uint64_t v = ld_relaxed(w), bit = bitmap_bit(a);
-    if (unlikely(!(v & bit)))
+    if (unlikely(!(v & bit) || (a & (SL_GRAIN - 1))))
         return heap_free_block_slow(p);
     struct heap *h = tls_heap;
     struct slab *s = slab_of_page(page_head(page_of(p)));

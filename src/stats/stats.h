@@ -18,6 +18,7 @@
     X(free_small, "small frees by the owning thread")                         \
     X(free_remote, "small frees by another thread")                           \
     X(free_medium, "medium frees")                                            \
+    X(bulk_free_calls, "sl_free_bulk calls")                                   \
     X(free_huge, "huge frees")                                                \
     X(remote_collect, "remote free lists collected by owners")                \
     X(slab_new, "slabs created")                                              \

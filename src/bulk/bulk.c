@@ -1,0 +1,193 @@
+/* bulk.c — sl_free_bulk and sl_alloc_bulk: the SLUB detached-freelist bulk
+ * operations in user space.
+ *
+ * Free (the kernel's build_detached_freelist): the last object of the array
+ * opens a detached freelist; scanning backwards with a bounded look-ahead
+ * (LOOKAHEAD_MISSES objects of other slabs in a row end it), the objects of
+ * the same slab join it, chained through the objects themselves with no
+ * synchronisation, and their entries are set to NULL, as
+ * kmem_cache_free_bulk does (the array holds freed pointers either way).
+ * The chain is published with one operation: a plain splice onto the
+ * freelist for a slab this thread owns, one compare-and-swap onto the
+ * remote list for another thread's slab.
+ *
+ * Every object is still validated against the live-object bitmap, one
+ * bitmap word per group of objects (owner slabs clear the bits here; remote
+ * ones are checked here and cleared when the owner collects), so a double
+ * free inside one batch, or of an object already free, is caught too.
+ *
+ * Alloc: take the current slab's whole freelist at once, refilling from
+ * the slab layer until n objects are out; all or none.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+
+#include "../slab/heap.h"
+#include "sluice.h"
+
+#define LOOKAHEAD_MISSES 16 /* other-slab entries in a row before a chain is closed */
+
+/* Validate p (live, start of an object) and return its slab, or NULL if p
+ * is not a slab object (a run, a huge mapping, a bad pointer: sl_free
+ * handles and reports those one by one). */
+static struct slab *slab_of_live(void *p)
+{
+    uintptr_t e = pagemap_get((uintptr_t)p);
+    if (!(e & PM_BLOCK) || !bitmap_test((uintptr_t)p))
+        return NULL;
+    struct page *head = page_head(page_of(p));
+    return head->h.kind == PG_SLAB ? slab_of_page(head) : NULL;
+}
+
+/* Publish the chain first..last (n objects) of slab s. */
+static void splice(struct heap *h, struct slab *s, void *first, void *last, unsigned n)
+{
+    struct heap *owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
+    if (owner == h) { /* ours: no atomics at all */
+        void *f = s->free;
+        *(void **)last = f;
+        s->free = first;
+        s->used = (uint16_t)(s->used - n);
+        stat_add(h->stats, STAT_free_small, n);
+        if (!f || !s->used)
+            heap_free_local_slow(h, s);
+        return;
+    }
+    uintptr_t old = atomic_load_explicit(&s->remote, memory_order_relaxed);
+    do {
+        *(void **)last = (void *)(old & ~SLAB_FULL_BIT);
+    } while (!atomic_compare_exchange_weak_explicit(&s->remote, &old, (uintptr_t)first, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    stat_add(h->stats, STAT_free_remote, n);
+    if (old & SLAB_FULL_BIT)
+        heap_notify(owner, s);
+}
+
+/* Live-object bits of a chain, gathered one bitmap word at a time: each
+ * word is tested once (and, for this thread's slabs, cleared once) for all
+ * the chain's objects it covers, instead of once per object. */
+struct bits {
+    _Atomic uint64_t *word;
+    uint64_t mask;
+    uintptr_t base; /* address of the 1 KiB the word covers */
+    bool own;       /* clear now (owner) or leave to the owner's collection */
+};
+
+static sl_cold void bits_report(struct bits *b, uint64_t missing)
+{
+    void *p = (void *)(b->base + ((uintptr_t)__builtin_ctzll(missing) << SL_GRAIN_SHIFT));
+    heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
+}
+
+static void bits_flush(struct bits *b)
+{
+    if (!b->mask)
+        return;
+    uint64_t v = ld_relaxed(b->word);
+    if (unlikely((v & b->mask) != b->mask))
+        bits_report(b, b->mask & ~v);
+    if (b->own)
+        st_relaxed(b->word, v & ~b->mask);
+    b->mask = 0;
+}
+
+sl_inline void bits_add(struct bits *b, void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    _Atomic uint64_t *w = bitmap_word(a);
+    if (w != b->word) {
+        bits_flush(b);
+        b->word = w;
+        b->base = align_down(a, (uintptr_t)SL_GRAIN * 64);
+    }
+    uint64_t bit = bitmap_bit(a);
+    if (unlikely((b->mask & bit) || (a & (SL_GRAIN - 1)))) /* twice in one batch, or inside a grain */
+        heap_bad_free(p, pagemap_get(a), "free");
+    b->mask |= bit;
+}
+
+void sl_free_bulk(void **ptrs, size_t n)
+{
+    struct heap *h = heap_get();
+    if (!h) { /* no memory for a heap: free one by one */
+        for (size_t i = 0; i < n; i++)
+            sl_free(ptrs[i]);
+        return;
+    }
+    stat_add(h->stats, STAT_bulk_free_calls, 1);
+    /* build_detached_freelist: the last object opens a chain; scanning
+     * backwards, objects of its slab join it and their entries are set to
+     * NULL; LOOKAHEAD_MISSES objects of other slabs in a row close it. */
+    while (n) {
+        void *p = ptrs[--n];
+        if (!p)
+            continue;
+        struct slab *s = slab_of_live(p);
+        if (!s) {
+            sl_free(p); /* runs, huge mappings, and the report of a bad pointer */
+            continue;
+        }
+        struct bits bits = { NULL, 0, 0, atomic_load_explicit(&s->owner, memory_order_relaxed) == h };
+        bits_add(&bits, p);
+        uintptr_t lo = (uintptr_t)slab_base(s);
+        uintptr_t span = (uintptr_t)s->capacity * s->size;
+        void *last = p;
+        unsigned count = 1, misses = 0;
+        for (size_t j = n; j-- > 0;) {
+            void *q = ptrs[j];
+            if ((uintptr_t)q - lo >= span) {
+                if (q && ++misses == LOOKAHEAD_MISSES)
+                    break;
+                continue;
+            }
+            misses = 0;
+            bits_add(&bits, q);
+            *(void **)last = q;
+            last = q;
+            count++;
+            ptrs[j] = NULL;
+        }
+        bits_flush(&bits);
+        splice(h, s, p, last, count);
+        while (n && !ptrs[n - 1])
+            n--;
+    }
+}
+
+size_t sl_alloc_bulk(size_t size, size_t n, void **out)
+{
+    if (!n)
+        return 0;
+    struct heap *h;
+    if (size > SL_SMALL_MAX || !(h = heap_get())) {
+        for (size_t i = 0; i < n; i++)
+            if (!(out[i] = sl_malloc(size))) {
+                sl_free_bulk(out, i);
+                return 0;
+            }
+        return n;
+    }
+    unsigned cls = size_class(size);
+    size_t got = 0;
+    while (got < n) {
+        struct slab *s = heap_refill(h, cls);
+        if (!s) {
+            sl_free_bulk(out, got);
+            errno = ENOMEM;
+            return 0;
+        }
+        /* take the whole freelist, give back what is not needed */
+        void *p = s->free;
+        size_t took = 0;
+        while (p && got < n) {
+            out[got++] = p;
+            bitmap_set_owner((uintptr_t)p);
+            p = *(void **)p;
+            took++;
+        }
+        s->free = p;
+        s->used = (uint16_t)(s->used + took);
+    }
+    stat_add(h->stats, STAT_alloc_small, n);
+    return n;
+}

@@ -1,0 +1,157 @@
+/* Bulk operations: sl_alloc_bulk all-or-none, sl_free_bulk over own and
+ * remote slabs, mixed sizes (small, medium, huge), NULL entries, shuffled
+ * order, batches of 1 to 100,000; contents checked; stats show splices. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sluice.h"
+#include "t.h"
+
+static void shuffle(void **a, size_t n, unsigned long long *seed)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(t_rand(seed) % i);
+        void *t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+static void test_roundtrip(void)
+{
+    static void *objs[100000];
+    size_t batches[] = { 1, 2, 3, 8, 31, 64, 65, 250, 1000, 4097, 100000 };
+    size_t sizes[] = { 1, 16, 24, 100, 256, 1000, 4096, 16384 };
+    unsigned long long seed = 7;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+        for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
+            size_t n = batches[bi], sz = sizes[si];
+            if (sz * n > (256u << 20))
+                continue;
+            CHECK_EQ(sl_alloc_bulk(sz, n, objs), n);
+            int bad = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (!objs[i] || ((uintptr_t)objs[i] & 15 && sz >= 16) || sl_usable_size(objs[i]) < sz)
+                    bad++;
+                memset(objs[i], (int)(i & 0xff), sz);
+            }
+            for (size_t i = 0; i < n; i++)
+                if (((unsigned char *)objs[i])[sz - 1] != (unsigned char)(i & 0xff))
+                    bad++;
+            CHECK_EQ(bad, 0);
+            if (bi % 2)
+                shuffle(objs, n, &seed);
+            uint64_t calls = sl_stat("bulk_free_calls");
+            sl_free_bulk(objs, n);
+            CHECK_EQ(sl_stat("bulk_free_calls"), calls + 1);
+        }
+    /* distinct pointers */
+    CHECK_EQ(sl_alloc_bulk(48, 5000, objs), 5000);
+    int dup = 0;
+    for (size_t i = 1; i < 5000; i++)
+        for (size_t j = i < 64 ? 0 : i - 64; j < i; j++)
+            dup += objs[i] == objs[j];
+    CHECK_EQ(dup, 0);
+    sl_free_bulk(objs, 5000);
+}
+
+static void test_mixed(void)
+{
+    enum { N = 3000 };
+    void *objs[N];
+    unsigned long long seed = 11;
+    for (int i = 0; i < N; i++) {
+        unsigned long long r = t_rand(&seed) % 100;
+        size_t sz = r < 80 ? 1 + r * 7 : r < 95 ? 20000 + r * 1000 : (2u << 20) + r;
+        objs[i] = (r % 13 == 0) ? NULL : sl_malloc(sz);
+    }
+    shuffle(objs, N, &seed);
+    sl_free_bulk(objs, N); /* any mix of sizes, NULLs skipped */
+    sl_free_bulk(NULL, 0);
+    void *again[N];
+    CHECK_EQ(sl_alloc_bulk(64, N, again), N); /* memory came back and is reusable */
+    sl_free_bulk(again, N);
+    CHECK(1);
+}
+
+static void test_all_or_none(void)
+{
+    void *objs[4] = { (void *)1, (void *)1, (void *)1, (void *)1 };
+    errno = 0;
+    CHECK_EQ(sl_alloc_bulk((size_t)1 << 50, 4, objs), 0);
+    CHECK_EQ(errno, ENOMEM);
+    CHECK_EQ(sl_alloc_bulk(64, 0, objs), 0);
+}
+
+/* Objects allocated by one thread, freed in bulk by another (remote), and
+ * batches mixing both owners. */
+struct job {
+    void **objs;
+    size_t n;
+};
+
+static void *free_job(void *arg)
+{
+    struct job *j = arg;
+    sl_free_bulk(j->objs, j->n);
+    return NULL;
+}
+
+static void *alloc_job(void *arg)
+{
+    struct job *j = arg;
+    if (sl_alloc_bulk(200, j->n, j->objs) != j->n)
+        j->n = 0;
+    return NULL;
+}
+
+static void test_remote(void)
+{
+    enum { N = 20000 };
+    static void *objs[2 * N];
+    for (int round = 0; round < 20; round++) {
+        /* half allocated here, half by another thread (which then exits) */
+        CHECK_EQ(sl_alloc_bulk(200, N, objs), N);
+        struct job a = { objs + N, N };
+        pthread_t t;
+        pthread_create(&t, NULL, alloc_job, &a);
+        pthread_join(t, NULL);
+        CHECK_EQ(a.n, N);
+        unsigned long long seed = (unsigned)round + 1;
+        shuffle(objs, 2 * N, &seed);
+        uint64_t remote = sl_stat("free_remote"), local = sl_stat("free_small");
+        /* freed in bulk by a third thread: main's half is remote to it (the
+         * other half may be local: a new thread takes over the heap an
+         * exited thread left) */
+        struct job f = { objs, 2 * N };
+        pthread_create(&t, NULL, free_job, &f);
+        pthread_join(t, NULL);
+        CHECK(sl_stat("free_remote") >= remote + N);
+        CHECK(sl_stat("free_remote") + sl_stat("free_small") >= remote + local + 2 * N);
+    }
+    /* concurrently: two threads free each other's objects in bulk */
+    static void *mine[N], *theirs[N];
+    CHECK_EQ(sl_alloc_bulk(64, N, mine), N);
+    struct job a = { theirs, N };
+    pthread_t t;
+    pthread_create(&t, NULL, alloc_job, &a);
+    pthread_join(t, NULL);
+    struct job f = { mine, N };
+    pthread_create(&t, NULL, free_job, &f);
+    sl_free_bulk(theirs, N);
+    pthread_join(t, NULL);
+    sl_purge();
+    CHECK(1);
+}
+
+int main(void)
+{
+    test_roundtrip();
+    test_mixed();
+    test_all_or_none();
+    test_remote();
+    return t_done("bulk");
+}
