@@ -15,7 +15,7 @@
 #include "common.h"
 
 #define OBJ   256
-#define TOTAL 2000000 /* objects per measurement */
+static size_t TOTAL = 1000000; /* objects per measurement; argv[1] scales it */
 
 static void (*free_bulk)(void **, size_t);
 static size_t (*alloc_bulk)(size_t, size_t, void **);
@@ -113,8 +113,9 @@ static void run_alloc(const char *mode, size_t b, int bulk)
     printf("%s bulk=%zu cycles=%.1f ns=%.2f\n", mode, b, per, per * ns_per_cycle);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    TOTAL = (size_t)(TOTAL * bench_scale(argc, argv));
     free_bulk = (void (*)(void **, size_t))dlsym(RTLD_DEFAULT, "sl_free_bulk");
     alloc_bulk = (size_t(*)(size_t, size_t, void **))dlsym(RTLD_DEFAULT, "sl_alloc_bulk");
     calibrate();
