@@ -14,6 +14,21 @@ struct alignas(256) Wide {
     char bytes[300];
 };
 
+// Does new char[2^62] throw std::bad_alloc? (The pointer escapes through a
+// volatile so that the new/delete pair is not elided.)
+static char *volatile sink;
+static bool giant_new_throws()
+{
+    try {
+        volatile size_t n = size_t(1) << 62;
+        sink = new char[n];
+        delete[] sink;
+    } catch (const std::bad_alloc &) {
+        return true;
+    }
+    return false;
+}
+
 static int handler_calls;
 static void handler()
 {
@@ -44,29 +59,13 @@ int main()
     CHECK(v[9999].size() == 99);
     v.clear();
 
-    bool threw = false;
-    try {
-        volatile size_t n = size_t(1) << 62;
-        char *p = new char[n];
-        delete[] p;
-    } catch (const std::bad_alloc &) {
-        threw = true;
-    }
-    CHECK(threw);
+    CHECK(giant_new_throws());
 
     char *q = new (std::nothrow) char[size_t(1) << 62];
     CHECK(q == nullptr);
 
     std::set_new_handler(handler);
-    threw = false;
-    try {
-        volatile size_t n = size_t(1) << 62;
-        char *p = new char[n];
-        delete[] p;
-    } catch (const std::bad_alloc &) {
-        threw = true;
-    }
-    CHECK(threw && handler_calls == 1);
+    CHECK(giant_new_throws() && handler_calls == 1);
 
     void *al = ::operator new(100, std::align_val_t(4096));
     CHECK(reinterpret_cast<uintptr_t>(al) % 4096 == 0);

@@ -15,6 +15,9 @@ void sl_purge(void)
     huge_trim();
 }
 
+#if SL_OVERRIDE
+#define EXPORT __attribute__((visibility("default")))
+
 static struct mallinfo2 info(void)
 {
     struct mallinfo2 m = { 0 };
@@ -29,8 +32,6 @@ static struct mallinfo2 info(void)
     return m;
 }
 
-#if SL_OVERRIDE
-#define EXPORT __attribute__((visibility("default")))
 
 EXPORT int malloc_trim(size_t pad)
 {
@@ -74,8 +75,4 @@ EXPORT int malloc_info(int options, FILE *fp)
             m.hblks, m.hblkhd, m.arena, m.fordblks);
     return 0;
 }
-#else
-/* keep info() used in the sl-only build (the sanitizer test library) */
-struct mallinfo2 sl_mallinfo2_internal(void);
-struct mallinfo2 sl_mallinfo2_internal(void) { return info(); }
 #endif

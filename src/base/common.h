@@ -31,13 +31,6 @@
 #define SL_GRAIN       ((size_t)1 << SL_GRAIN_SHIFT)  /* 16: malloc alignment */
 #define SL_CACHELINE   64
 
-/* Build-time switch: expensive validators (walk a slab, check invariants). */
-#ifdef SLUICE_DEBUG
-static const bool sl_debug = true;
-#else
-static const bool sl_debug = false;
-#endif
-
 sl_inline uintptr_t align_down(uintptr_t x, uintptr_t a) { return x & ~(a - 1); }
 sl_inline uintptr_t align_up(uintptr_t x, uintptr_t a) { return (x + a - 1) & ~(a - 1); }
 sl_inline bool is_pow2(size_t x) { return x && !(x & (x - 1)); }

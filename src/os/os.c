@@ -1,9 +1,7 @@
-/* os.c — mmap, munmap, mremap, madvise, futex, write, clock.
+/* os.c — mmap, munmap, mremap, madvise, futex, write.
  *
  * Invariants: errno is preserved by every call that succeeds (a successful
  * malloc must leave errno alone), and set to ENOMEM by a failed mapping.
- * MADV_FREE is tried once; if the kernel refuses it (EINVAL on kernels before
- * 4.5) every later lazy purge uses MADV_DONTNEED.
  */
 #define _GNU_SOURCE
 #include "os.h"
@@ -12,7 +10,6 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 void *os_map(size_t size)
@@ -64,30 +61,6 @@ void *os_remap(void *p, size_t old_size, size_t new_size, void *fixed)
     return q == MAP_FAILED ? NULL : q;
 }
 
-static _Atomic int madv_free_refused;
-
-int os_purge_forced(void *p, size_t size)
-{
-    int saved = errno;
-    int r = madvise(p, size, MADV_DONTNEED) ? errno : 0;
-    errno = saved;
-    return r;
-}
-
-int os_purge_lazy(void *p, size_t size)
-{
-    if (ld_relaxed(&madv_free_refused))
-        return os_purge_forced(p, size);
-    int saved = errno;
-    int r = madvise(p, size, MADV_FREE) ? errno : 0;
-    errno = saved;
-    if (r == EINVAL) {
-        st_relaxed(&madv_free_refused, 1);
-        return os_purge_forced(p, size);
-    }
-    return r;
-}
-
 static int advise(void *p, size_t size, int advice)
 {
     int saved = errno;
@@ -97,7 +70,6 @@ static int advise(void *p, size_t size, int advice)
 }
 
 int os_huge(void *p, size_t size) { return advise(p, size, MADV_HUGEPAGE); }
-int os_nohuge(void *p, size_t size) { return advise(p, size, MADV_NOHUGEPAGE); }
 
 void os_futex_wait(_Atomic int *addr, int val)
 {
@@ -127,11 +99,4 @@ void os_write_err(const char *s, size_t n)
         n -= (size_t)w;
     }
     errno = saved;
-}
-
-uint64_t os_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

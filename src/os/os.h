@@ -12,13 +12,9 @@ void *os_map(size_t size);                          /* read-write anonymous */
 void *os_map_aligned(size_t size, size_t align);    /* align: power of two */
 int   os_unmap(void *p, size_t size);
 void *os_remap(void *p, size_t old_size, size_t new_size, void *fixed); /* NULL fixed: in place only */
-int   os_purge_lazy(void *p, size_t size);          /* MADV_FREE, falls back to DONTNEED */
-int   os_purge_forced(void *p, size_t size);        /* MADV_DONTNEED: reads as zero */
 int   os_huge(void *p, size_t size);                /* MADV_HUGEPAGE */
-int   os_nohuge(void *p, size_t size);              /* MADV_NOHUGEPAGE */
 void  os_futex_wait(_Atomic int *addr, int val);
 void  os_futex_wake(_Atomic int *addr, int n);
 void  os_write_err(const char *s, size_t n);        /* write(2) to stderr, all of it */
-uint64_t os_now_ns(void);                           /* CLOCK_MONOTONIC */
 
 #endif
