@@ -2,7 +2,7 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: all run test test-fast test-tsan test-ubsan bench clean
+.PHONY: all run test bench install clean
 
 all: $(BUILD)/build.ninja
 	cmake --build $(BUILD)
@@ -33,6 +33,10 @@ test: all build-tsan/build.ninja build-ubsan/build.ninja
 
 bench: all
 	python3 bench/run.py
+
+# PREFIX=/usr/local by default: lib/libsluice.{so,a}, include/sluice.h, lib/pkgconfig/sluice.pc
+install: all
+	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 clean:
 	rm -rf $(BUILD) build-tsan build-ubsan

@@ -47,6 +47,10 @@ static void fork_child(void)
     st_relaxed(&lock_fork_active, 0);
 }
 
+/* Referenced from malloc.c so that a static link (libsluice.a), which takes
+ * only the objects it needs, always brings this one and its constructor. */
+sl_hidden char sl_init_linked;
+
 __attribute__((constructor)) static void sluice_init(void)
 {
     options_init();

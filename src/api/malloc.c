@@ -17,6 +17,10 @@
 #include "../slab/heap.h"
 #include "sluice.h"
 
+/* pull init.c (fork handlers, options, exit stats) into static links */
+extern char sl_init_linked;
+__attribute__((used)) static char *const init_linked = &sl_init_linked;
+
 #define MEDIUM_MAX       HUGE_MIN
 #define MEDIUM_MAX_ALIGN HUGE_MIN
 
