@@ -130,36 +130,41 @@ static size_t usable_checked(const void *p, const char *op)
     heap_bad_free(p, e, op);
 }
 
-static void *realloc_slow(void *p, size_t n)
+static void count_realloc(enum sl_stat id)
 {
-    size_t old = usable_checked(p, "realloc");
-    uintptr_t e = pagemap_get((uintptr_t)p);
-    struct heap *h = heap_get();
-    void *q = NULL;
-    if (e & PM_HUGE) {
-        if (n > HUGE_MIN)
-            q = huge_realloc((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK), p, n);
-    } else if (page_head(page_of(p))->h.kind == PG_RUN) {
-        if (n > SL_SMALL_MAX && n <= MEDIUM_MAX && heap_resize_run(p, n))
-            q = p;
-    } else if (n <= SL_SMALL_MAX && size_class(n) == slab_of_page(page_head(page_of(p)))->cls) {
-        q = p;
-    }
-    if (q) {
-        if (h)
-            stat_add(h->stats, STAT_realloc_inplace, 1);
-        return q;
-    }
-    q = alloc(n);
+    struct heap *h = tls_heap;
+    if (h != &heap_empty)
+        stat_add(h->stats, id, 1);
+}
+
+/* Move p (old usable bytes) to a new allocation of n bytes. */
+static void *realloc_move(void *p, size_t old, size_t n)
+{
+    void *q = alloc(n);
     if (!q)
-        return NULL;
+        return NULL; /* p stays valid */
     memcpy(q, p, old < n ? old : n);
     sl_free(p);
-    if (h)
-        stat_add(h->stats, STAT_realloc_move, 1);
+    count_realloc(STAT_realloc_move);
     return q;
 }
 
+static sl_noinline void *realloc_huge_or_bad(void *p, uintptr_t e, size_t n)
+{
+    size_t old = usable_checked(p, "realloc"); /* aborts on a bad pointer */
+    if (n > HUGE_MIN) {
+        void *q = huge_realloc((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK), p, n);
+        if (q) {
+            count_realloc(STAT_realloc_inplace);
+            return q;
+        }
+    }
+    return realloc_move(p, old, n);
+}
+
+/* One pagemap lookup decides: a slab object stays if n keeps its class, a
+ * page run grows or shrinks in place if its neighbours allow, a huge
+ * mapping is resized by mremap; anything else moves. */
 void *sl_realloc(void *p, size_t n)
 {
     if (!p)
@@ -168,12 +173,23 @@ void *sl_realloc(void *p, size_t n)
         sl_free(p);
         return NULL;
     }
-    if (unlikely(n > PTRDIFF_MAX)) {
-        usable_checked(p, "realloc");
-        errno = ENOMEM;
-        return NULL;
+    uintptr_t e = pagemap_get((uintptr_t)p);
+    if (unlikely(!(e & PM_BLOCK) || !bitmap_test((uintptr_t)p)))
+        return realloc_huge_or_bad(p, e, n);
+    struct page *head = page_head(page_of(p));
+    if (likely(head->h.kind == PG_SLAB)) {
+        struct slab *s = slab_of_page(head);
+        if (n <= s->size && size_class(n) == s->cls) {
+            count_realloc(STAT_realloc_inplace);
+            return p;
+        }
+        return realloc_move(p, s->size, n);
     }
-    return realloc_slow(p, n);
+    if (n > SL_SMALL_MAX && n <= MEDIUM_MAX && heap_resize_run(p, n)) {
+        count_realloc(STAT_realloc_inplace);
+        return p;
+    }
+    return realloc_move(p, (size_t)head->h.npages << SL_PAGE_SHIFT, n);
 }
 
 void *sl_reallocarray(void *p, size_t n, size_t size)
