@@ -250,24 +250,30 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
     return r;
 }
 
-/* Give back half of every stack (all of it if `all`), under one lock. */
-static void pcache_drain(struct page_cache *pc, bool all)
+/* Give back, under one lock, half of the (ct, n) stack (all stacks when
+ * n == 0), then the largest runs first until at most `budget` pages stay. */
+static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned budget)
 {
     lock_acquire(&heap.lock);
-    for (int ct = 0; ct < PCACHE_TYPES; ct++)
-        for (unsigned n = 1; n <= PCACHE_MAX_PAGES; n++) {
-            unsigned keep = all ? 0 : pc->count[ct][n] / 2;
-            while (pc->count[ct][n] > keep) {
-                give_locked(pc->runs[ct][n][--pc->count[ct][n]]);
-                pc->pages -= n;
-            }
+    if (n) {
+        unsigned keep = pc->count[ct][n] / 2;
+        while (pc->count[ct][n] > keep) {
+            give_locked(pc->runs[ct][n][--pc->count[ct][n]]);
+            pc->pages -= n;
         }
+    }
+    for (unsigned m = PCACHE_MAX_PAGES; m >= 1 && pc->pages > budget; m--)
+        for (int t = 0; t < PCACHE_TYPES; t++)
+            while (pc->count[t][m] && pc->pages > budget) {
+                give_locked(pc->runs[t][m][--pc->count[t][m]]);
+                pc->pages -= m;
+            }
     lock_release(&heap.lock);
     if (pc->stats)
         stat_add(pc->stats, STAT_pcache_drain, 1);
 }
 
-void page_cache_drain(struct page_cache *pc) { pcache_drain(pc, true); }
+void page_cache_drain(struct page_cache *pc) { pcache_drain(pc, 0, 0, 0); }
 
 void page_free(struct page_cache *pc, void *run)
 {
@@ -275,13 +281,13 @@ void page_free(struct page_cache *pc, void *run)
     unsigned n = pg->h.npages;
     int ct = cache_type((enum pb_type)block_of(run)->type);
     if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES) {
-        if (pc->count[ct][n] == PCACHE_DEPTH || pc->pages + n > PCACHE_BUDGET)
-            pcache_drain(pc, false);
-        if (pc->count[ct][n] < PCACHE_DEPTH) {
-            pc->runs[ct][n][pc->count[ct][n]++] = run;
-            pc->pages += n;
-            return;
-        }
+        if (pc->count[ct][n] == PCACHE_DEPTH)
+            pcache_drain(pc, ct, n, PCACHE_BUDGET);
+        else if (pc->pages + n > PCACHE_BUDGET)
+            pcache_drain(pc, ct, 0, PCACHE_BUDGET / 2);
+        pc->runs[ct][n][pc->count[ct][n]++] = run;
+        pc->pages += n;
+        return;
     }
     lock_acquire(&heap.lock);
     give_locked(run);
