@@ -86,6 +86,12 @@ static void run_case(const char *name)
         sl_alloc_bulk(64, 3, objs);
         objs[3] = (char *)objs[2] + 8;
         sl_free_bulk(objs, 4);
+    } else if (!strcmp(name, "bulk_not_object_start")) {
+        char *objs[4];
+        sl_alloc_bulk(64, 3, (void **)objs);
+        objs[3] = objs[0];
+        objs[0] = objs[2] + 16; /* 16-aligned, inside a live object */
+        sl_free_bulk((void **)objs, 4);
     } else if (!strcmp(name, "free_sized_wrong")) {
         p = sl_malloc(100);
         sl_free_sized(p, 4000);
@@ -119,6 +125,7 @@ static const struct expect cases[] = {
     { "realloc_freed", "sluice: realloc of freed memory at 0x" },
     { "bulk_double_free", "sluice: double free of 0x" },
     { "bulk_interior", "sluice: free of an interior pointer 0x" },
+    { "bulk_not_object_start", "sluice: free of an interior pointer 0x" },
     { "free_sized_wrong", "sluice: sized free with the wrong size: 0x" },
 #if SL_OVERRIDE
     { "delete_sized_wrong", "sluice: sized free with the wrong size: 0x" },

@@ -63,34 +63,28 @@ static void splice(struct heap *h, struct slab *s, void *first, void *last, unsi
         heap_notify(owner, s);
 }
 
-/* Live-object bits of a chain, gathered one bitmap word at a time: each
- * word is tested once (and, for this thread's slabs, cleared once) for all
- * the chain's objects it covers, instead of once per object. */
+/* Live-object bits of a chain, one bitmap word at a time: the word is
+ * loaded once when the chain reaches it, each object is checked against it
+ * before it is linked (so nothing is written into memory that is not a live
+ * object), and for this thread's slabs the word is stored once with all the
+ * chain's bits cleared. Only the owner writes a word, so the loaded value
+ * stays exact for our objects while the chain is built. */
 struct bits {
     _Atomic uint64_t *word;
-    uint64_t mask;
-    uintptr_t base; /* address of the 1 KiB the word covers */
+    uint64_t value; /* the word as loaded */
+    uint64_t mask;  /* bits of the chain's objects in it */
     bool own;       /* clear now (owner) or leave to the owner's collection */
 };
 
-static sl_cold void bits_report(struct bits *b, uint64_t missing)
-{
-    void *p = (void *)(b->base + ((uintptr_t)__builtin_ctzll(missing) << SL_GRAIN_SHIFT));
-    heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
-}
-
 static void bits_flush(struct bits *b)
 {
-    if (!b->mask)
-        return;
-    uint64_t v = ld_relaxed(b->word);
-    if (unlikely((v & b->mask) != b->mask))
-        bits_report(b, b->mask & ~v);
-    if (b->own)
-        st_relaxed(b->word, v & ~b->mask);
+    if (b->mask && b->own)
+        st_relaxed(b->word, b->value & ~b->mask);
     b->mask = 0;
 }
 
+/* Check p (in the chain's slab) before it is linked; abort if it is not a
+ * live object or is already in the chain. */
 sl_inline void bits_add(struct bits *b, void *p)
 {
     uintptr_t a = (uintptr_t)p;
@@ -98,10 +92,10 @@ sl_inline void bits_add(struct bits *b, void *p)
     if (w != b->word) {
         bits_flush(b);
         b->word = w;
-        b->base = align_down(a, (uintptr_t)SL_GRAIN * 64);
+        b->value = ld_relaxed(w);
     }
     uint64_t bit = bitmap_bit(a);
-    if (unlikely((b->mask & bit) || (a & (SL_GRAIN - 1)))) /* twice in one batch, or inside a grain */
+    if (unlikely(!(b->value & bit) || (b->mask & bit) || (a & (SL_GRAIN - 1))))
         heap_bad_free(p, pagemap_get(a), "free");
     b->mask |= bit;
 }
