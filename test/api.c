@@ -218,6 +218,22 @@ static void test_giant(void)
     }
 }
 
+#if SL_OVERRIDE
+#include <malloc.h>
+/* glibc's extensions, as sluice answers them */
+static void test_glibc_extensions(void)
+{
+    void *volatile big = malloc(12u << 20); /* volatile: the pair is not elided */
+    free(big); /* into the huge cache */
+    CHECK_EQ(malloc_trim(0), 1); /* released something */
+    CHECK_EQ(malloc_trim(0), 0); /* nothing left to release */
+    void *volatile p = malloc(1000);
+    struct mallinfo2 m = mallinfo2();
+    CHECK(m.arena > 0 && m.uordblks > 0 && m.uordblks <= m.arena);
+    free(p);
+}
+#endif
+
 static void test_stats_and_purge(void)
 {
     void *ps[1000];
@@ -280,5 +296,8 @@ int main(void)
     test_giant();
     test_many_objects();
     test_stats_and_purge();
+#if SL_OVERRIDE
+    test_glibc_extensions();
+#endif
     return t_done("api");
 }
