@@ -31,6 +31,16 @@
 #define SL_GRAIN       ((size_t)1 << SL_GRAIN_SHIFT)  /* 16: malloc alignment */
 #define SL_CACHELINE   64
 
+/* A spin-wait hint to the CPU. */
+sl_inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 sl_inline uintptr_t align_down(uintptr_t x, uintptr_t a) { return x & ~(a - 1); }
 sl_inline uintptr_t align_up(uintptr_t x, uintptr_t a) { return (x + a - 1) & ~(a - 1); }
 sl_inline bool is_pow2(size_t x) { return x && !(x & (x - 1)); }

@@ -30,7 +30,7 @@ void lock_acquire_slow(sl_lock *l)
     for (int spin = 0; spin < 64; spin++) {
         if (ld_relaxed(&l->owner) == NULL && try_once(l))
             return;
-        __builtin_ia32_pause();
+        cpu_relax();
     }
     atomic_fetch_add_explicit(&l->waiters, 1, memory_order_seq_cst);
     for (;;) {
