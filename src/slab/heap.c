@@ -368,8 +368,6 @@ void heap_free_block_slow(void *p)
     struct slab *s = slab_of_page(head);
     struct heap *h = tls_heap;
     struct heap *owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
-    if (owner == h) /* raced with nothing: the fast path's view was stale */
-        return heap_free_block(p);
     /* a thread that only frees (a consumer) gets a heap too, so its counts
      * stay thread-local instead of contending on a global atomic */
     if (h == &heap_empty && heap_get_slow())
