@@ -22,7 +22,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 
+#include "../cache/cache.h"
 #include "../slab/heap.h"
+#include "bulk.h"
 #include "sluice.h"
 
 #define LOOKAHEAD_MISSES 16 /* other-slab entries in a row before a chain is closed */
@@ -42,10 +44,10 @@ static struct slab *slab_of_live(void *p)
 /* Publish the chain first..last (n objects) of slab s. */
 static void splice(struct heap *h, struct slab *s, void *first, void *last, unsigned n)
 {
-    struct heap *owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
-    if (owner == h) { /* ours: no atomics at all */
+    uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
+    if (owner == slab_owner_word(h, s->cls)) { /* ours: no atomics at all */
         void *f = s->free;
-        *(void **)last = f;
+        *slab_link(s, last) = f;
         s->free = first;
         s->used = (uint16_t)(s->used - n);
         stat_add(h->stats, STAT_free_small, n);
@@ -55,12 +57,12 @@ static void splice(struct heap *h, struct slab *s, void *first, void *last, unsi
     }
     uintptr_t old = atomic_load_explicit(&s->remote, memory_order_relaxed);
     do {
-        *(void **)last = (void *)(old & ~SLAB_FULL_BIT);
+        *slab_link(s, last) = (void *)(old & ~SLAB_FULL_BIT);
     } while (!atomic_compare_exchange_weak_explicit(&s->remote, &old, (uintptr_t)first, memory_order_acq_rel,
                                                     memory_order_relaxed));
     stat_add(h->stats, STAT_free_remote, n);
     if (old & SLAB_FULL_BIT)
-        heap_notify(owner, s);
+        heap_wake(owner, s);
 }
 
 /* Live-object bits of a chain, one bitmap word at a time: the word is
@@ -100,12 +102,13 @@ sl_inline void bits_add(struct bits *b, void *p)
     b->mask |= bit;
 }
 
-void sl_free_bulk(void **ptrs, size_t n)
+void bulk_free(void **ptrs, size_t n, unsigned expect)
 {
     struct heap *h = heap_get();
     if (!h) { /* no memory for a heap: free one by one */
         for (size_t i = 0; i < n; i++)
-            sl_free(ptrs[i]);
+            if (ptrs[i])
+                expect == ANY_CACHE ? sl_free(ptrs[i]) : cache_free_id(expect, ptrs[i]);
         return;
     }
     stat_add(h->stats, STAT_bulk_free_calls, 1);
@@ -117,11 +120,13 @@ void sl_free_bulk(void **ptrs, size_t n)
         if (!p)
             continue;
         struct slab *s = slab_of_live(p);
-        if (!s) {
-            sl_free(p); /* runs, huge mappings, and the report of a bad pointer */
+        if (!s) { /* runs, huge mappings, and the report of a bad pointer */
+            expect == ANY_CACHE ? sl_free(p) : cache_free_id(expect, p);
             continue;
         }
-        struct bits bits = { NULL, 0, 0, atomic_load_explicit(&s->owner, memory_order_relaxed) == h };
+        if (s->cls != expect && expect != ANY_CACHE)
+            cache_wrong_free(expect, s, p);
+        struct bits bits = { NULL, 0, 0, slab_owned_by(s, h) };
         bits_add(&bits, p);
         uintptr_t lo = (uintptr_t)slab_base(s);
         uintptr_t span = (uintptr_t)s->capacity * s->size;
@@ -136,7 +141,7 @@ void sl_free_bulk(void **ptrs, size_t n)
             }
             misses = 0;
             bits_add(&bits, q);
-            *(void **)last = q;
+            *slab_link(s, last) = q;
             last = q;
             count++;
             ptrs[j] = NULL;
@@ -147,6 +152,35 @@ void sl_free_bulk(void **ptrs, size_t n)
             n--;
     }
 }
+
+/* n objects of cache id from this thread's slabs, all or none. */
+size_t bulk_alloc(struct heap *h, unsigned id, size_t n, void **out)
+{
+    size_t got = 0;
+    while (got < n) {
+        struct slab *s = heap_refill(h, id);
+        if (!s) {
+            bulk_free(out, got, ANY_CACHE);
+            errno = ENOMEM;
+            return 0;
+        }
+        /* take the whole freelist, give back what is not needed */
+        void *p = s->free;
+        size_t took = 0;
+        while (p && got < n) {
+            out[got++] = p;
+            bitmap_set_owner((uintptr_t)p);
+            p = *slab_link(s, p);
+            took++;
+        }
+        s->free = p;
+        s->used = (uint16_t)(s->used + took);
+    }
+    stat_add(h->stats, STAT_alloc_small, n);
+    return n;
+}
+
+void sl_free_bulk(void **ptrs, size_t n) { bulk_free(ptrs, n, ANY_CACHE); }
 
 size_t sl_alloc_bulk(size_t size, size_t n, void **out)
 {
@@ -161,27 +195,5 @@ size_t sl_alloc_bulk(size_t size, size_t n, void **out)
             }
         return n;
     }
-    unsigned cls = size_class(size);
-    size_t got = 0;
-    while (got < n) {
-        struct slab *s = heap_refill(h, cls);
-        if (!s) {
-            sl_free_bulk(out, got);
-            errno = ENOMEM;
-            return 0;
-        }
-        /* take the whole freelist, give back what is not needed */
-        void *p = s->free;
-        size_t took = 0;
-        while (p && got < n) {
-            out[got++] = p;
-            bitmap_set_owner((uintptr_t)p);
-            p = *(void **)p;
-            took++;
-        }
-        s->free = p;
-        s->used = (uint16_t)(s->used + took);
-    }
-    stat_add(h->stats, STAT_alloc_small, n);
-    return n;
+    return bulk_alloc(h, size_class(size), n, out);
 }

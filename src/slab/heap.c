@@ -1,37 +1,24 @@
-/* heap.c — thread heaps: slow paths of small malloc and free, slab states,
- * medium runs, thread exit, orphan adoption, fork. See heap.h and slab.h.
+/* heap.c — one thread heap: slab lists and states, the slow paths of small
+ * malloc and free, medium runs, and the report of a bad free. The registry
+ * of heaps (creation, thread exit, orphans, cache ids, fork) is heaps.c.
  *
- * Locks: heaps_lock guards the list of all heaps, the orphan list, and the
- * contents of orphan heaps (whoever holds it acts as their owner). Order:
- * heaps_lock -> page heap lock -> meta lock.
+ * A heap is changed only by its owner thread, or under heaps_lock when it is
+ * an orphan (whoever holds the lock acts as its owner). Remote threads touch
+ * only a slab's remote word and the heap's notify stack and woken counters.
  */
 #define _GNU_SOURCE
 #include "heap.h"
 
 #include <errno.h>
-#include <pthread.h>
 
 #include "../base/fatal.h"
-#include "../base/lock.h"
-#include "../meta/meta.h"
+#include "heap_lists.h"
 
-/* The dummy current slab of every class until a thread has a real one. */
-static struct slab slab_none;
-struct heap heap_empty = {
-#define X(size, pages) &slab_none,
-    .cur = { SL_SIZE_CLASSES(X) },
-#undef X
-};
+struct slab slab_none;
+struct heap heap_empty = { .cur = { [0 ... SL_NIDS - 1] = &slab_none } };
 __thread struct heap *tls_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
-static sl_lock heaps_lock = SL_LOCK_INIT;
-static struct heap *all_heaps, *orphans;
-static _Atomic size_t norphans;
-static pthread_key_t exit_key;
-static _Atomic int exit_key_ready;
-
-/* Count on this thread's heap, or globally (slow paths only) if it has none. */
-static void count(struct heap *h, enum sl_stat id, uint64_t n)
+void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
 {
     if (h != &heap_empty)
         stat_add(h->stats, id, n);
@@ -41,40 +28,53 @@ static void count(struct heap *h, enum sl_stat id, uint64_t n)
 
 /* ---- slab lists -------------------------------------------------------- */
 
-static void partial_push(struct heap *h, struct slab *s)
+void slab_list_push(struct slab **head, struct slab *s)
 {
-    s->state = SLAB_PARTIAL;
     s->prev = NULL;
-    s->next = h->partial[s->cls];
+    s->next = *head;
     if (s->next)
         s->next->prev = s;
-    h->partial[s->cls] = s;
+    *head = s;
 }
 
-static void partial_unlink(struct heap *h, struct slab *s)
+void slab_list_unlink(struct slab **head, struct slab *s)
 {
     if (s->prev)
         s->prev->next = s->next;
     else
-        h->partial[s->cls] = s->next;
+        *head = s->next;
     if (s->next)
         s->next->prev = s->prev;
     s->next = s->prev = NULL;
 }
 
-/* Give an empty slab back to the page layer. pc may be NULL (orphans). */
-static void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
+void slab_unlist(struct heap *h, struct slab *s)
 {
     if (s->state == SLAB_PARTIAL)
-        partial_unlink(h, s);
-    atomic_store_explicit(&s->owner, NULL, memory_order_relaxed);
+        slab_list_unlink(&h->partial[s->cls], s);
+    else if (s->state == SLAB_FULL && s->cls >= SL_NCLASSES)
+        slab_list_unlink(&h->full[s->cls], s);
+}
+
+/* Give an empty slab back to the page layer. pc may be NULL (orphans). */
+void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
+{
+    slab_unlist(h, s);
+    atomic_store_explicit(&s->owner, 0, memory_order_relaxed);
     s->state = 0;
-    count(h, STAT_slab_release, 1);
+    heap_count(h, STAT_slab_release, 1);
     page_free(pc, slab_base(s));
 }
 
-void heap_notify(struct heap *owner, struct slab *s)
+/* A remote free cleared the FULL bit of s: tell its owner. Heaps are never
+ * unmapped, so the owner word is always safe to follow. */
+void heap_wake(uintptr_t owner_word, struct slab *s)
 {
+    struct heap *owner = (struct heap *)(owner_word & ~(uintptr_t)1);
+    if (owner_word & 1) { /* user cache: a counter, see take_woken */
+        atomic_fetch_add_explicit(&owner->woken[s->cls], 1, memory_order_release);
+        return;
+    }
     struct slab *old = atomic_load_explicit(&owner->notify, memory_order_relaxed);
     do {
         s->next = old;
@@ -82,8 +82,9 @@ void heap_notify(struct heap *owner, struct slab *s)
                                                     memory_order_relaxed));
 }
 
-/* Move the slabs that remote frees woke up back onto the partial lists. */
-static void take_notified(struct heap *h)
+/* Malloc classes: move the slabs that remote frees woke up back onto the
+ * partial lists. */
+void take_notified(struct heap *h)
 {
     if (!atomic_load_explicit(&h->notify, memory_order_relaxed))
         return;
@@ -92,6 +93,26 @@ static void take_notified(struct heap *h)
         struct slab *next = s->next;
         if (s->state == SLAB_FULL || s->state == SLAB_NOTIFY)
             partial_push(h, s);
+        s = next;
+    }
+}
+
+/* User caches: a FULL slab stays on the heap's full list (so that
+ * sl_cache_destroy finds every slab without racing a notify push); a remote
+ * free that clears its FULL bit counts one wake-up, and the owner scans the
+ * list until it has found that many woken slabs (or reached the end). */
+void take_woken(struct heap *h, unsigned id)
+{
+    if (!atomic_load_explicit(&h->woken[id], memory_order_relaxed))
+        return;
+    uint32_t k = atomic_exchange_explicit(&h->woken[id], 0, memory_order_acquire);
+    for (struct slab *s = h->full[id]; s && k;) {
+        struct slab *next = s->next;
+        if (atomic_load_explicit(&s->remote, memory_order_acquire) != SLAB_FULL_BIT) {
+            slab_list_unlink(&h->full[id], s);
+            partial_push(h, s);
+            k--;
+        }
         s = next;
     }
 }
@@ -108,6 +129,8 @@ static bool retire_or_collect(struct heap *h, struct slab *s)
                                                     memory_order_relaxed) ||
             expected == SLAB_FULL_BIT) {
             s->state = SLAB_FULL;
+            if (s->cls >= SL_NCLASSES)
+                slab_list_push(&h->full[s->cls], s);
             return false;
         }
         if (slab_collect(s)) {
@@ -117,163 +140,24 @@ static bool retire_or_collect(struct heap *h, struct slab *s)
     }
 }
 
-/* ---- orphans ----------------------------------------------------------- */
-
-/* Collect everything an owner can without blocking: notified slabs, remote
- * frees on every slab, empty slabs released, the page cache drained. With
- * keep_current false the current slabs go to the partial lists first (a
- * thread leaving). Owner, or heaps_lock for an orphan. */
-static void heap_reclaim(struct heap *h, bool keep_current, struct page_cache *pc)
-{
-    take_notified(h);
-    for (unsigned c = 0; c < SL_NCLASSES; c++) {
-        struct slab *s = h->cur[c];
-        if (s != &slab_none) {
-            if (slab_collect(s))
-                count(h, STAT_remote_collect, 1);
-            if (!keep_current) {
-                h->cur[c] = &slab_none;
-                partial_push(h, s);
-            }
-        }
-        for (s = h->partial[c]; s;) {
-            struct slab *next = s->next;
-            if (slab_collect(s))
-                count(h, STAT_remote_collect, 1);
-            if (!s->used)
-                slab_release(h, s, pc);
-            s = next;
-        }
-    }
-    page_cache_drain(&h->pcache);
-}
-
-/* Adopt the partial slabs of class cls from an orphan heap. */
-static bool orphan_adopt(struct heap *h, unsigned cls)
-{
-    if (!ld_relaxed(&norphans) || !lock_try(&heaps_lock))
-        return false;
-    bool got = false;
-    for (struct heap *o = orphans; o && !got; o = o->orphan_next) {
-        take_notified(o);
-        struct slab *s;
-        while ((s = o->partial[cls])) {
-            partial_unlink(o, s);
-            slab_collect(s);
-            if (!s->used) {
-                s->state = 0;
-                atomic_store_explicit(&s->owner, NULL, memory_order_relaxed);
-                page_free(NULL, slab_base(s));
-                continue;
-            }
-            atomic_store_explicit(&s->owner, h, memory_order_relaxed);
-            partial_push(h, s);
-            got = true;
-        }
-    }
-    lock_release(&heaps_lock);
-    return got;
-}
-
-/* ---- thread heaps ------------------------------------------------------ */
-
-static void thread_exit_cb(void *arg)
-{
-    struct heap *h = arg;
-    if (h && h == tls_heap)
-        heap_thread_exit(h);
-}
-
-struct heap *heap_get_slow(void)
-{
-    if (tls_heap != &heap_empty)
-        return tls_heap;
-    struct heap *h = NULL;
-    lock_acquire(&heaps_lock);
-    if (!atomic_load_explicit(&exit_key_ready, memory_order_relaxed)) {
-        if (pthread_key_create(&exit_key, thread_exit_cb) == 0)
-            atomic_store_explicit(&exit_key_ready, 1, memory_order_relaxed);
-    }
-    if (orphans) {
-        h = orphans;
-        orphans = h->orphan_next;
-        h->orphan_next = NULL;
-        h->orphan = false;
-        st_relaxed(&norphans, ld_relaxed(&norphans) - 1);
-        stat_add(h->stats, STAT_heap_reuse, 1);
-    }
-    lock_release(&heaps_lock);
-    if (!h) {
-        h = meta_alloc(sizeof *h);
-        if (!h)
-            return NULL;
-        for (unsigned c = 0; c < SL_NCLASSES; c++)
-            h->cur[c] = &slab_none;
-        h->pcache.stats = h->stats;
-        stat_add(h->stats, STAT_heap_new, 1);
-        lock_acquire(&heaps_lock);
-        h->all_next = all_heaps;
-        all_heaps = h;
-        lock_release(&heaps_lock);
-    }
-    tls_heap = h;
-    if (atomic_load_explicit(&exit_key_ready, memory_order_relaxed))
-        pthread_setspecific(exit_key, h);
-    return h;
-}
-
-void heap_thread_exit(struct heap *h)
-{
-    heap_reclaim(h, false, &h->pcache);
-    tls_heap = &heap_empty;
-    lock_acquire(&heaps_lock);
-    h->orphan = true;
-    h->orphan_next = orphans;
-    orphans = h;
-    st_relaxed(&norphans, ld_relaxed(&norphans) + 1);
-    stat_add(h->stats, STAT_heap_orphan, 1);
-    lock_release(&heaps_lock);
-}
-
-void heap_collect_all(void)
-{
-    if (tls_heap != &heap_empty)
-        heap_reclaim(tls_heap, true, NULL);
-    lock_acquire(&heaps_lock);
-    for (struct heap *o = orphans; o; o = o->orphan_next)
-        heap_reclaim(o, true, NULL);
-    lock_release(&heaps_lock);
-}
-
-void heap_sum_stats(uint64_t out[STAT_COUNT])
-{
-    for (int i = 0; i < STAT_COUNT; i++)
-        out[i] = ld_relaxed(&stats_global[i]);
-    lock_acquire(&heaps_lock);
-    for (struct heap *h = all_heaps; h; h = h->all_next)
-        for (int i = 0; i < STAT_COUNT; i++)
-            out[i] += ld_relaxed(&h->stats[i]);
-    lock_release(&heaps_lock);
-}
-
 /* ---- small malloc slow path -------------------------------------------- */
 
-static struct slab *slab_new(struct heap *h, unsigned cls)
+static struct slab *slab_new(struct heap *h, unsigned id)
 {
-    unsigned npages = class_pages[cls];
-    void *run = page_alloc(&h->pcache, PB_SLAB, npages, 1, PG_SLAB);
+    const struct slab_geom *g = &slab_geom[id];
+    void *run = page_alloc(&h->pcache, (enum pb_type)g->type, g->pages, 1, PG_SLAB);
     if (!run)
         return NULL;
     struct slab *s = slab_of_page(page_of(run));
-    slab_init(s, h, cls, class_size[cls], npages);
+    slab_init(s, h, id);
     stat_add(h->stats, STAT_slab_new, 1);
     return s;
 }
 
-/* Make cur[cls] a slab with a non-empty free list, or NULL (ENOMEM). */
-struct slab *heap_refill(struct heap *h, unsigned cls)
+/* Make cur[id] a slab with a non-empty free list, or NULL (ENOMEM). */
+struct slab *heap_refill(struct heap *h, unsigned id)
 {
-    struct slab *s = h->cur[cls];
+    struct slab *s = h->cur[id];
     if (s != &slab_none) {
         if (s->free)
             return s;
@@ -283,27 +167,30 @@ struct slab *heap_refill(struct heap *h, unsigned cls)
         }
         if (slab_carve(s) || retire_or_collect(h, s))
             return s;
-        h->cur[cls] = &slab_none;
+        h->cur[id] = &slab_none;
     }
-    take_notified(h);
+    if (id < SL_NCLASSES)
+        take_notified(h);
+    else
+        take_woken(h, id);
     for (int round = 0; round < 2; round++) {
-        while ((s = h->partial[cls])) {
-            partial_unlink(h, s);
+        while ((s = h->partial[id])) {
+            slab_list_unlink(&h->partial[id], s);
             s->state = SLAB_CURRENT;
-            h->cur[cls] = s;
+            h->cur[id] = s;
             if (slab_collect(s))
                 stat_add(h->stats, STAT_remote_collect, 1);
             if (s->free || slab_carve(s) || retire_or_collect(h, s))
                 return s;
-            h->cur[cls] = &slab_none;
+            h->cur[id] = &slab_none;
         }
-        if (round == 0 && !orphan_adopt(h, cls))
+        if (round == 0 && !orphan_adopt(h, id))
             break;
     }
-    s = slab_new(h, cls);
+    s = slab_new(h, id);
     if (!s)
         return NULL;
-    h->cur[cls] = s;
+    h->cur[id] = s;
     slab_carve(s);
     return s;
 }
@@ -332,14 +219,21 @@ void heap_free_local_slow(struct heap *h, struct slab *s)
 {
     if (s->state == SLAB_FULL) {
         uintptr_t expected = SLAB_FULL_BIT;
-        if (atomic_compare_exchange_strong_explicit(&s->remote, &expected, 0, memory_order_relaxed,
-                                                    memory_order_relaxed))
+        bool cleared = atomic_compare_exchange_strong_explicit(&s->remote, &expected, 0, memory_order_relaxed,
+                                                               memory_order_relaxed);
+        if (s->cls >= SL_NCLASSES) {
+            /* off the full list either way; a wake-up counted for it by a
+             * remote freer only costs take_woken a longer scan */
+            slab_list_unlink(&h->full[s->cls], s);
             partial_push(h, s);
-        else
+        } else if (cleared) {
+            partial_push(h, s);
+        } else {
             s->state = SLAB_NOTIFY; /* a remote freer is pushing it to notify */
+        }
     }
     /* An empty slab goes back to the page layer unless it is the only
-     * partial slab of its class: that one is kept as a spare, so a class
+     * partial slab of its cache: that one is kept as a spare, so a cache
      * that oscillates around a slab boundary does not rebuild a slab on
      * every other call. */
     if (!s->used && s->state == SLAB_PARTIAL && (s->prev || s->next))
@@ -353,8 +247,27 @@ static void run_free(void *p)
     if (!(atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed) & bit))
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
     struct heap *h = tls_heap;
-    count(h, STAT_free_medium, 1);
+    heap_count(h, STAT_free_medium, 1);
     page_free(h == &heap_empty ? NULL : &h->pcache, p);
+}
+
+/* Free of a live slab object (validated) of any cache: by its owner with no
+ * atomics, else onto the slab's remote list. */
+void heap_free_object(struct slab *s, void *p)
+{
+    struct heap *h = tls_heap;
+    /* a thread that only frees (a consumer) gets a heap too, so its counts
+     * stay thread-local instead of contending on a global atomic */
+    if (h == &heap_empty && heap_get_slow())
+        h = tls_heap;
+    uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
+    if (owner == slab_owner_word(h, s->cls)) {
+        _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
+        return heap_free_owned(h, s, p, w, ld_relaxed(w), bitmap_bit((uintptr_t)p));
+    }
+    heap_count(h, STAT_free_remote, 1);
+    if (slab_free_remote(s, p))
+        heap_wake(owner, s);
 }
 
 void heap_free_block_slow(void *p)
@@ -365,16 +278,7 @@ void heap_free_block_slow(void *p)
     struct page *head = page_head(page_of(p));
     if (head->h.kind == PG_RUN)
         return run_free(p);
-    struct slab *s = slab_of_page(head);
-    struct heap *h = tls_heap;
-    struct heap *owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
-    /* a thread that only frees (a consumer) gets a heap too, so its counts
-     * stay thread-local instead of contending on a global atomic */
-    if (h == &heap_empty && heap_get_slow())
-        h = tls_heap;
-    count(h, STAT_free_remote, 1);
-    if (slab_free_remote(s, p))
-        heap_notify(owner, s);
+    heap_free_object(slab_of_page(head), p);
 }
 
 /* ---- medium runs --------------------------------------------------------- */
@@ -398,7 +302,8 @@ size_t heap_usable_size(void *p)
     struct page *head = page_head(page_of(p));
     if (head->h.kind == PG_RUN)
         return (size_t)head->h.npages << SL_PAGE_SHIFT;
-    return slab_of_page(head)->size;
+    struct slab *s = slab_of_page(head);
+    return s->link_off ? s->link_off : s->size; /* a constructed object ends at its link */
 }
 
 bool heap_resize_run(void *p, size_t new_size)
@@ -433,24 +338,4 @@ _Noreturn sl_cold void heap_bad_free(const void *p, uintptr_t e, const char *op)
         sl_fatal(is_realloc ? "realloc of an interior pointer" : "free of an interior pointer", p, "run of pages",
                  head->h.npages);
     sl_fatal(is_realloc ? "realloc of freed memory at" : "double free of", p, NULL, 0);
-}
-
-/* ---- fork ---------------------------------------------------------------- */
-
-void heap_fork_prepare(void) { lock_acquire(&heaps_lock); }
-void heap_fork_parent(void) { lock_release(&heaps_lock); }
-
-/* In the child only this thread survives: every other heap is orphaned so
- * its slabs are adopted or reclaimed instead of leaking. */
-void heap_fork_child(void)
-{
-    lock_reset(&heaps_lock);
-    for (struct heap *h = all_heaps; h; h = h->all_next) {
-        if (h == tls_heap || h->orphan)
-            continue;
-        h->orphan = true;
-        h->orphan_next = orphans;
-        orphans = h;
-        st_relaxed(&norphans, ld_relaxed(&norphans) + 1);
-    }
 }

@@ -1,6 +1,7 @@
-/* heap.h — a thread heap: the current slab and partial slabs of every size
- * class for one thread, its page cache and its counters; and the two fast
- * paths of sluice, small malloc and small free by the owner.
+/* heap.h — a thread heap: the current slab and partial slabs of every cache
+ * id (malloc size classes and user object caches) for one thread, its page
+ * cache and its counters; and the two fast paths of sluice, small malloc and
+ * small free by the owner.
  *
  * Fast path budget: no lock, no atomic RMW, no call. malloc: TLS load, class
  * arithmetic, pop the current slab's freelist, set the bitmap bit, count.
@@ -13,7 +14,12 @@
  * released and the heap goes on the orphan list, where a new thread takes it
  * over whole, and live threads adopt its partial slabs and reclaim the rest.
  *
- * Lock order: 1 heaps_lock (heap lists) -> 2 page heap lock -> 3 meta lock.
+ * User cache ids are reused after sl_cache_destroy, so a heap's slots for a
+ * user id are valid only while key[id] equals the cache's key; a mismatch
+ * means they belong to a destroyed cache (whose slabs are gone) and are reset.
+ *
+ * Lock order: 1 heaps_lock (heap lists, cache ids) -> 2 page heap lock ->
+ * 3 meta lock.
  */
 #ifndef SL_HEAP_H
 #define SL_HEAP_H
@@ -25,9 +31,12 @@
 #include "slab.h"
 
 struct heap {
-    struct slab *cur[SL_NCLASSES];      /* owner; never NULL (slab_none) */
-    struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
-    _Atomic(struct slab *) notify;      /* FULL slabs that got a remote free */
+    struct slab *cur[SL_NIDS];          /* owner; never NULL (slab_none) */
+    struct slab *partial[SL_NIDS];      /* owner; doubly linked */
+    struct slab *full[SL_NIDS];         /* owner; user caches' FULL slabs */
+    uint32_t key[SL_NIDS];              /* owner; user ids: whose slots these are */
+    _Atomic uint32_t woken[SL_NIDS];    /* user ids: FULL slabs that got a remote free */
+    _Atomic(struct slab *) notify;      /* malloc classes: FULL slabs that got a remote free */
     struct page_cache pcache;           /* owner */
     stat_counters stats;                /* owner writes, anyone reads */
     struct heap *all_next;              /* heaps_lock */
@@ -36,9 +45,12 @@ struct heap {
 };
 
 extern struct heap heap_empty;
+extern struct slab slab_none; /* the dummy current slab: no free objects */
 extern __thread struct heap *tls_heap;
 
 void *heap_alloc_small_slow(struct heap *h, unsigned cls);
+/* Count on h, or globally (slow paths only) when h is heap_empty. */
+void heap_count(struct heap *h, enum sl_stat id, uint64_t n);
 void heap_free_block_slow(void *p);
 struct heap *heap_get_slow(void); /* this thread's heap, created if needed */
 
@@ -64,10 +76,27 @@ sl_inline void *heap_alloc_small(size_t n)
 }
 
 void heap_free_local_slow(struct heap *h, struct slab *s);
-/* For the bulk layer: make h->cur[cls] a slab with free objects (NULL +
- * ENOMEM), and tell a slab's owner that a FULL slab got remote frees. */
-struct slab *heap_refill(struct heap *h, unsigned cls);
-void heap_notify(struct heap *owner, struct slab *s);
+/* For the bulk and cache layers: make h->cur[id] a slab with free objects
+ * (NULL + ENOMEM); tell a slab's owner that a FULL slab got remote frees. */
+struct slab *heap_refill(struct heap *h, unsigned id);
+void heap_wake(uintptr_t owner_word, struct slab *s);
+/* Free of a live object p of slab s (validated) by whichever thread. */
+void heap_free_object(struct slab *s, void *p);
+
+/* Free of p (validated, bitmap word w holding v, bit bit) into slab s that
+ * this thread owns: no atomics. */
+sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, _Atomic uint64_t *w, uint64_t v,
+                               uint64_t bit)
+{
+    st_relaxed(w, v & ~bit);
+    void *f = s->free;
+    *slab_link(s, p) = f;
+    s->free = p;
+    s->used--;
+    stat_add(h->stats, STAT_free_small, 1);
+    if (unlikely(!f || !s->used))
+        heap_free_local_slow(h, s);
+}
 
 /* Free of memory inside a pageblock (the caller looked the pagemap up).
  * Small frees by the owning thread stay here. The bitmap is tested before the
@@ -81,16 +110,9 @@ sl_inline void heap_free_block(void *p)
         return heap_free_block_slow(p);
     struct heap *h = tls_heap;
     struct slab *s = slab_of_page(page_head(page_of(p)));
-    if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != h))
+    if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != (uintptr_t)h))
         return heap_free_block_slow(p);
-    st_relaxed(w, v & ~bit);
-    void *f = s->free;
-    *(void **)p = f;
-    s->free = p;
-    s->used--;
-    stat_add(h->stats, STAT_free_small, 1);
-    if (unlikely(!f || !s->used))
-        heap_free_local_slow(h, s);
+    heap_free_owned(h, s, p, w, v, bit);
 }
 
 /* Medium allocations: page runs of PB_RUN blocks through the thread's page
@@ -102,6 +124,24 @@ size_t heap_usable_size(void *p);
 bool heap_resize_run(void *p, size_t new_size);
 /* Report a free of p that is not a live allocation, and abort. */
 _Noreturn void heap_bad_free(const void *p, uintptr_t pm_entry, const char *op);
+
+/* User cache ids (sl_cache_create): open one for geometry g (NULL if all
+ * are in use); shrink this thread's and orphaned heaps' empty slabs of it
+ * (bytes released); close it, releasing every slab of it in every heap
+ * (live objects released go to *live). */
+int heap_id_open(const struct slab_geom *g);
+size_t heap_id_shrink(unsigned id);
+size_t heap_id_close(unsigned id, uint64_t *live);
+/* Make this thread's slots for user id belong to the cache with key. */
+sl_inline void heap_id_sync(struct heap *h, unsigned id, uint32_t key)
+{
+    if (unlikely(h->key[id] != key)) {
+        h->cur[id] = &slab_none;
+        h->partial[id] = h->full[id] = NULL;
+        atomic_store_explicit(&h->woken[id], 0, memory_order_relaxed);
+        h->key[id] = key;
+    }
+}
 
 /* Thread lifecycle and process-wide operations. */
 void heap_thread_exit(struct heap *h);

@@ -4,37 +4,51 @@
 
 #include "../base/fatal.h"
 
-void slab_init(struct slab *s, struct heap *owner, unsigned cls, uint32_t size, unsigned npages)
+struct slab_geom slab_geom[SL_NIDS] = {
+#define X(size, pages) { size, pages, 0, PB_SLAB, 1, size, NULL, "malloc" },
+    SL_SIZE_CLASSES(X)
+#undef X
+};
+
+void slab_init(struct slab *s, struct heap *owner, unsigned id)
 {
+    const struct slab_geom *g = &slab_geom[id];
     s->free = NULL;
     atomic_store_explicit(&s->remote, 0, memory_order_relaxed);
     s->next = s->prev = NULL;
-    s->carve = 0;
-    s->size = size;
+    s->carved = 0;
+    s->link_off = g->link_off;
+    s->size = g->size;
     s->used = 0;
-    s->capacity = (uint16_t)(((size_t)npages << SL_PAGE_SHIFT) / size);
-    s->cls = (uint16_t)cls;
+    s->capacity = (uint16_t)(((size_t)g->pages << SL_PAGE_SHIFT) / g->size);
+    s->cls = (uint16_t)id;
     s->state = SLAB_CURRENT;
-    atomic_store_explicit(&s->owner, owner, memory_order_release);
+    atomic_store_explicit(&s->owner, slab_owner_word(owner, id), memory_order_release);
 }
 
 bool slab_carve(struct slab *s)
 {
-    uint32_t end = (uint32_t)s->capacity * s->size;
-    if (s->carve >= end)
+    if (s->carved >= s->capacity)
         return false;
     /* every object that starts before the end of the page holding the first
      * uncarved one: at least one, about a page's worth */
-    uint32_t stop = (uint32_t)align_up(s->carve + 1, SL_PAGE);
-    if (stop > end)
-        stop = end;
-    uint32_t k = (stop - s->carve + s->size - 1) / s->size;
-    uint8_t *first = slab_base(s) + s->carve;
+    uint32_t at = (uint32_t)s->carved * s->size;
+    uint32_t stop = (uint32_t)align_up(at + 1, SL_PAGE);
+    uint32_t k = (stop - at + s->size - 1) / s->size;
+    if (k > (uint32_t)(s->capacity - s->carved))
+        k = s->capacity - s->carved;
+    uint8_t *first = slab_base(s) + at;
+    /* claimed before the constructor runs, and s->free read after it, so a
+     * constructor that allocates from its own cache carves further on */
+    s->carved = (uint16_t)(s->carved + k);
+    void (*ctor)(void *) = s->cls >= SL_NCLASSES ? slab_geom[s->cls].ctor : NULL;
+    if (ctor)
+        for (uint32_t i = 0; i < k; i++)
+            ctor(first + (size_t)i * s->size);
     for (uint32_t i = 0; i + 1 < k; i++)
-        *(void **)(first + (size_t)i * s->size) = first + (size_t)(i + 1) * s->size;
-    *(void **)(first + (size_t)(k - 1) * s->size) = s->free;
+        *slab_link(s, first + (size_t)i * s->size) = first + (size_t)(i + 1) * s->size;
+    *slab_link(s, first + (size_t)(k - 1) * s->size) = s->free;
     s->free = first;
-    s->carve += k * s->size;
     return true;
 }
 
@@ -46,14 +60,14 @@ unsigned slab_collect(struct slab *s)
     r = atomic_exchange_explicit(&s->remote, 0, memory_order_acquire);
     unsigned n = 0;
     void *last = NULL;
-    for (void *p = (void *)r; p; p = *(void **)p) {
+    for (void *p = (void *)r; p; p = *slab_link(s, p)) {
         if (unlikely(!bitmap_test((uintptr_t)p)))
             sl_fatal("double free of", p, "size class", s->size);
         bitmap_clear_owner((uintptr_t)p);
         last = p;
         n++;
     }
-    *(void **)last = s->free;
+    *slab_link(s, last) = s->free;
     s->free = (void *)r;
     s->used = (uint16_t)(s->used - n);
     return n;
@@ -63,7 +77,7 @@ bool slab_free_remote(struct slab *s, void *p)
 {
     uintptr_t old = atomic_load_explicit(&s->remote, memory_order_relaxed);
     do {
-        *(void **)p = (void *)(old & ~SLAB_FULL_BIT);
+        *slab_link(s, p) = (void *)(old & ~SLAB_FULL_BIT);
     } while (!atomic_compare_exchange_weak_explicit(&s->remote, &old, (uintptr_t)p, memory_order_acq_rel,
                                                     memory_order_relaxed));
     return old & SLAB_FULL_BIT;

@@ -1,8 +1,11 @@
-/* slab.h — a slab: a run of 1-8 pages holding objects of one size class,
- * described in its head page descriptor (the kernel keeps struct slab in
- * struct page the same way).
+/* slab.h — a slab: a run of pages holding objects of one cache (a malloc
+ * size class or a user object cache), described in its head page descriptor
+ * (the kernel keeps struct slab in struct page the same way).
  *
- * Free objects are chained through their first word. Three lists:
+ * Free objects are chained through the word at link_off: 0 (the object's
+ * first word) except for caches with a constructor, whose objects keep
+ * their constructed state while free, so the link sits after the object
+ * (the kernel's SLUB does the same). Three lists:
  *   free    owner-private freelist: alloc pops, owner frees push. No atomics.
  *   remote  frees by other threads: a LIFO pushed with one CAS, taken whole
  *           by the owner (atomic exchange) on its slow path.
@@ -11,23 +14,52 @@
  * Invariant: used == capacity - |free| - |remote| - uncarved objects.
  *
  * States (field state, owner-only):
- *   CURRENT  the heap's allocation slab for its class (heap.cur)
- *   PARTIAL  on the heap's partial list for its class
- *   FULL     on no list; SLAB_FULL_BIT is set in remote. The first remote
- *            free clears the bit and pushes the slab onto the owner heap's
- *            notify stack (through slab.next), so the owner finds it again.
+ *   CURRENT  the heap's allocation slab for its cache (heap.cur)
+ *   PARTIAL  on the heap's partial list for its cache
+ *   FULL     malloc classes: on no list; SLAB_FULL_BIT is set in remote. The
+ *            first remote free clears the bit and pushes the slab onto the
+ *            owner heap's notify stack (through slab.next), so the owner
+ *            finds it again. User caches: on the heap's full list, which
+ *            the owner scans for remote frees (no notify stack, so that
+ *            destroying a cache never races a push).
  *   NOTIFY   on no list, a notify push is in flight: the owner freed into a
  *            FULL slab after a remote freer had cleared the bit. It waits
  *            for the notify stack and is never released before.
- * owner is set when the slab is created or adopted and is NULL once the
+ * owner is the owning heap's address, tagged with bit 0 for user caches, so
+ * the malloc free fast path (owner == heap) never takes a user cache's
+ * object; it is set when the slab is created or adopted and is 0 once the
  * slab is released, so a stale descriptor never matches a heap.
  */
 #ifndef SL_SLAB_H
 #define SL_SLAB_H
 
 #include "../page/block.h"
+#include "size_class.h"
 
 struct heap;
+
+/* Cache ids: 0..SL_NCLASSES-1 are the malloc size classes, the rest user
+ * object caches (sl_cache_create). */
+#define SL_NIDS 512
+
+/* What a slab of a cache id looks like; set when the id is opened, read by
+ * every slab of it. key: nonzero while the id is open, unique per cache. */
+struct slab_geom {
+    uint32_t size;     /* object stride, a multiple of 16 */
+    uint16_t pages;    /* slab length */
+    uint16_t link_off; /* where a free object keeps its link */
+    uint8_t type;      /* enum pb_type of the blocks its slabs come from */
+    uint32_t key;
+    uint32_t obj_size; /* what the user asked for (usable size) */
+    void (*ctor)(void *);
+    const char *name;
+};
+extern struct slab_geom slab_geom[SL_NIDS];
+
+sl_inline uintptr_t slab_owner_word(struct heap *h, unsigned id)
+{
+    return (uintptr_t)h | (id >= SL_NCLASSES);
+}
 
 enum slab_state { SLAB_CURRENT = 1, SLAB_PARTIAL, SLAB_FULL, SLAB_NOTIFY };
 #define SLAB_FULL_BIT ((uintptr_t)1)
@@ -35,23 +67,30 @@ enum slab_state { SLAB_CURRENT = 1, SLAB_PARTIAL, SLAB_FULL, SLAB_NOTIFY };
 struct slab {
     struct page_hdr h;          /* page layer: kind PG_SLAB, npages */
     void *free;                 /* owner */
-    _Atomic(struct heap *) owner; /* written by the owner, read by all */
+    _Atomic uintptr_t owner;    /* slab_owner_word; written by the owner, read by all */
     _Atomic uintptr_t remote;   /* any thread pushes; owner takes */
     struct slab *next, *prev;   /* owner: partial list; FULL: notify stack */
-    uint32_t carve;             /* owner: offset of the first uncarved object */
-    uint32_t size;              /* object size */
+    uint16_t carved;            /* owner: objects carved so far */
+    uint16_t link_off;          /* free-list link offset in an object */
+    uint32_t size;              /* object stride */
     uint16_t used, capacity;    /* owner */
-    uint16_t cls;               /* cache (size class) id */
+    uint16_t cls;               /* cache id */
     uint8_t state;              /* enum slab_state, owner */
 };
 _Static_assert(sizeof(struct slab) <= sizeof(struct page), "slab fits in its page descriptor");
 
 sl_inline struct slab *slab_of_page(struct page *pg) { return (struct slab *)(void *)pg; }
 sl_inline uint8_t *slab_base(struct slab *s) { return page_addr((struct page *)(void *)s); }
+sl_inline void **slab_link(struct slab *s, void *p) { return (void **)((uint8_t *)p + s->link_off); }
+sl_inline bool slab_owned_by(struct slab *s, struct heap *h)
+{
+    return (atomic_load_explicit(&s->owner, memory_order_relaxed) & ~(uintptr_t)1) == (uintptr_t)h;
+}
 
-/* Lay a fresh slab over a page run; nothing carved yet. */
-void slab_init(struct slab *s, struct heap *owner, unsigned cls, uint32_t size, unsigned npages);
-/* Carve up to a page of never-used objects onto the free list; false if none left. */
+/* Lay a fresh slab of cache id over a page run; nothing carved yet. */
+void slab_init(struct slab *s, struct heap *owner, unsigned id);
+/* Carve up to a page of never-used objects onto the free list, running the
+ * cache's constructor on each; false if none left. */
 bool slab_carve(struct slab *s);
 /* Take the remote list onto the free list, checking each object against the
  * bitmap (a double free shows up here). Returns the number taken. */

@@ -36,7 +36,11 @@
     X(realloc_move, "reallocs that moved")                                    \
     X(heap_new, "thread heaps created")                                       \
     X(heap_reuse, "thread heaps of exited threads taken over")                \
-    X(heap_orphan, "thread heaps left by exiting threads")
+    X(heap_orphan, "thread heaps left by exiting threads")                    \
+    X(cache_create, "object caches created")                                  \
+    X(cache_destroy, "object caches destroyed")                               \
+    X(cache_destroy_live, "live objects released by sl_cache_destroy")        \
+    X(cache_shrink_bytes, "bytes returned by sl_cache_shrink")
 
 enum sl_stat {
 #define X(name, text) STAT_##name,

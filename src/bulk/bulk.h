@@ -1,0 +1,16 @@
+/* bulk.h — the bulk layer's entry points shared by sl_free_bulk /
+ * sl_alloc_bulk and the object-cache API. */
+#ifndef SL_BULK_H
+#define SL_BULK_H
+
+#include "../slab/heap.h"
+
+#define ANY_CACHE 0xffffu /* bulk_free: objects of any cache, or malloc */
+
+/* Free n pointers (NULLs skipped) by detached freelists; with expect a
+ * cache id, every object must belong to that cache (else a fatal report). */
+void bulk_free(void **ptrs, size_t n, unsigned expect);
+/* n objects of cache id for heap h into out: n, or 0 + ENOMEM. */
+size_t bulk_alloc(struct heap *h, unsigned id, size_t n, void **out);
+
+#endif

@@ -1,0 +1,257 @@
+/* cache.c — object caches: the kernel's kmem_cache in user space
+ * (sl_cache_create, _alloc, _free, _alloc_bulk, _free_bulk, _shrink,
+ * _destroy).
+ *
+ * A cache is a slab cache id (slab.h) beside the malloc size classes: its
+ * objects live in the same slabs, thread heaps, remote lists and bulk paths
+ * as malloc's, so everything said there holds here. What a cache adds:
+ *   - its own geometry: object size and alignment, slab length, and for a
+ *     cache with a constructor a link word after the object, so a free
+ *     object keeps its constructed state (the constructor runs once, when
+ *     the object is first carved from a new slab);
+ *   - pageblocks of type RECLAIM for SL_CACHE_RECLAIMABLE caches;
+ *   - checks that an object goes back to the cache it came from;
+ *   - shrink (give back empty slabs) and destroy (give back every slab,
+ *     live objects included: an arena reset).
+ * free() and sl_free_bulk() accept cache objects too, as kfree() does.
+ *
+ * Using a cache after sl_cache_destroy, or from one thread while another
+ * destroys it, is undefined, as in the kernel; a use noticed on a slow path
+ * is reported.
+ */
+#define _GNU_SOURCE
+#include "cache.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "../base/fatal.h"
+#include "../bulk/bulk.h"
+#include "../meta/meta.h"
+#include "../slab/heap.h"
+#include "sluice.h"
+
+#define CACHE_MAX_PAGES   32 /* slab length limit: 128 KiB */
+#define CACHE_MIN_OBJECTS 16 /* objects per slab aimed for */
+#define CACHE_NAME_MAX    48
+
+struct sl_cache {
+    void *meta_link; /* meta_free's list link while the record is free */
+    uint32_t key;    /* slab_geom[id].key while open; 0 after destroy */
+    uint16_t id;
+    char name[CACHE_NAME_MAX];
+};
+
+/* Slab length for objects of stride bytes: room for CACHE_MIN_OBJECTS
+ * (within CACHE_MAX_PAGES), then the first length that wastes at most 1/16,
+ * else the least wasteful one. */
+static unsigned slab_pages_for(size_t stride)
+{
+    size_t min = align_up(stride * CACHE_MIN_OBJECTS, SL_PAGE) >> SL_PAGE_SHIFT;
+    if (min > CACHE_MAX_PAGES)
+        min = CACHE_MAX_PAGES;
+    if (min < 1)
+        min = 1;
+    unsigned best = (unsigned)min;
+    size_t best_waste = SIZE_MAX, best_bytes = 1;
+    for (unsigned n = (unsigned)min; n <= CACHE_MAX_PAGES; n++) {
+        size_t bytes = (size_t)n << SL_PAGE_SHIFT, waste = bytes % stride;
+        if (waste * 16 <= bytes)
+            return n;
+        if (best_waste == SIZE_MAX || waste * best_bytes < best_waste * bytes) {
+            best = n;
+            best_waste = waste;
+            best_bytes = bytes;
+        }
+    }
+    return best;
+}
+
+sl_cache_t *sl_cache_create(const char *name, size_t size, size_t align, unsigned flags, void (*ctor)(void *))
+{
+    if (!size || (align & (align - 1)) || align > SL_PAGE ||
+        (flags & ~(unsigned)(SL_CACHE_RECLAIMABLE | SL_CACHE_HWCACHE_ALIGN))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (align < SL_GRAIN)
+        align = SL_GRAIN; /* the live-object bitmap's grain */
+    if ((flags & SL_CACHE_HWCACHE_ALIGN) && align < SL_CACHELINE)
+        align = SL_CACHELINE;
+    size_t link_off = ctor ? align_up(size, sizeof(void *)) : 0;
+    size_t stride = align_up(ctor ? link_off + sizeof(void *) : size, align);
+    if (size > ((size_t)CACHE_MAX_PAGES << SL_PAGE_SHIFT) || stride > ((size_t)CACHE_MAX_PAGES << SL_PAGE_SHIFT)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    struct sl_cache *c = meta_alloc(sizeof *c);
+    if (!c) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    const char *n = name ? name : "(unnamed)";
+    size_t len = strnlen(n, CACHE_NAME_MAX - 1);
+    memcpy(c->name, n, len);
+    c->name[len] = 0;
+    struct slab_geom g = {
+        .size = (uint32_t)stride,
+        .pages = (uint16_t)slab_pages_for(stride),
+        .link_off = (uint16_t)link_off,
+        .type = (flags & SL_CACHE_RECLAIMABLE) ? PB_RECLAIM : PB_SLAB,
+        .obj_size = (uint32_t)size,
+        .ctor = ctor,
+        .name = c->name,
+    };
+    int id = heap_id_open(&g);
+    if (id < 0) {
+        meta_free(c, sizeof *c);
+        errno = ENOMEM; /* every cache id is in use */
+        return NULL;
+    }
+    c->id = (uint16_t)id;
+    c->key = slab_geom[id].key;
+    heap_count(tls_heap, STAT_cache_create, 1);
+    return c;
+}
+
+static sl_cold void cache_dead(const sl_cache_t *c, const char *op)
+{
+    sl_fatal(op, c, "a destroyed object cache", (size_t)-1);
+}
+
+static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
+{
+    if (c->key != slab_geom[c->id].key || !c->key)
+        cache_dead(c, "sl_cache_alloc on");
+    struct heap *h = heap_get();
+    if (!h)
+        return NULL;
+    heap_id_sync(h, c->id, c->key);
+    struct slab *s = heap_refill(h, c->id);
+    if (!s) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = s->free;
+    s->free = *slab_link(s, p);
+    s->used++;
+    bitmap_set_owner((uintptr_t)p);
+    stat_add(h->stats, STAT_alloc_small, 1);
+    return p;
+}
+
+void *sl_cache_alloc(sl_cache_t *c)
+{
+    struct heap *h = tls_heap;
+    unsigned id = c->id;
+    if (likely(h->key[id] == c->key)) {
+        struct slab *s = h->cur[id];
+        void *p = s->free;
+        if (likely(p != NULL)) {
+            s->free = *slab_link(s, p);
+            s->used++;
+            bitmap_set_owner((uintptr_t)p);
+            stat_add(h->stats, STAT_alloc_small, 1);
+            return p;
+        }
+    }
+    return cache_alloc_slow(c);
+}
+
+_Noreturn sl_cold void cache_wrong_free(unsigned id, struct slab *s, const void *p)
+{
+    char what[160];
+    size_t n = 0;
+    const char *parts[] = { "sl_cache_free to cache '", slab_geom[id].name, "' of" };
+    for (size_t i = 0; i < 3; i++) {
+        size_t l = strnlen(parts[i], sizeof what - 1 - n);
+        memcpy(what + n, parts[i], l);
+        n += l;
+    }
+    what[n] = 0;
+    if (!s)
+        sl_fatal(what, p, "not an object of any cache", (size_t)-1);
+    if (s->cls < SL_NCLASSES)
+        sl_fatal(what, p, "a malloc object of size class", s->size);
+    char detail[80] = "an object of cache '";
+    size_t d = strlen(detail);
+    size_t l = strnlen(slab_geom[s->cls].name, sizeof detail - 2 - d);
+    memcpy(detail + d, slab_geom[s->cls].name, l);
+    detail[d + l] = '\'';
+    detail[d + l + 1] = 0;
+    sl_fatal(what, p, detail, (size_t)-1);
+}
+
+void cache_free_id(unsigned id, void *p)
+{
+    uintptr_t a = (uintptr_t)p, e = pagemap_get(a);
+    if ((e & PM_BLOCK) && bitmap_test(a)) {
+        struct page *head = page_head(page_of(p));
+        struct slab *s = head->h.kind == PG_SLAB ? slab_of_page(head) : NULL;
+        if (s && s->cls == id)
+            return heap_free_object(s, p);
+        cache_wrong_free(id, s, p);
+    }
+    if (e & PM_HUGE)
+        cache_wrong_free(id, NULL, p);
+    heap_bad_free(p, e, "free");
+}
+
+void sl_cache_free(sl_cache_t *c, void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (unlikely(!(pagemap_get(a) & PM_BLOCK)))
+        return p ? cache_free_id(c->id, p) : (void)0;
+    _Atomic uint64_t *w = bitmap_word(a);
+    uint64_t v = ld_relaxed(w), bit = bitmap_bit(a);
+    if (unlikely(!(v & bit) || (a & (SL_GRAIN - 1))))
+        return cache_free_id(c->id, p);
+    struct page *head = page_head(page_of(p));
+    struct slab *s = slab_of_page(head);
+    if (unlikely(head->h.kind != PG_SLAB || s->cls != c->id))
+        return cache_free_id(c->id, p);
+    struct heap *h = tls_heap;
+    if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == ((uintptr_t)h | 1)))
+        return heap_free_owned(h, s, p, w, v, bit);
+    heap_free_object(s, p);
+}
+
+size_t sl_cache_alloc_bulk(sl_cache_t *c, size_t n, void **out)
+{
+    if (!n)
+        return 0;
+    if (c->key != slab_geom[c->id].key || !c->key)
+        cache_dead(c, "sl_cache_alloc_bulk on");
+    struct heap *h = heap_get();
+    if (!h) {
+        errno = ENOMEM;
+        return 0;
+    }
+    heap_id_sync(h, c->id, c->key);
+    return bulk_alloc(h, c->id, n, out);
+}
+
+void sl_cache_free_bulk(sl_cache_t *c, size_t n, void **objs) { bulk_free(objs, n, c->id); }
+
+size_t sl_cache_shrink(sl_cache_t *c)
+{
+    if (c->key != slab_geom[c->id].key || !c->key)
+        cache_dead(c, "sl_cache_shrink on");
+    size_t bytes = heap_id_shrink(c->id);
+    heap_count(tls_heap, STAT_cache_shrink_bytes, bytes);
+    return bytes;
+}
+
+void sl_cache_destroy(sl_cache_t *c)
+{
+    if (!c)
+        return;
+    if (c->key != slab_geom[c->id].key || !c->key)
+        cache_dead(c, "sl_cache_destroy of");
+    uint64_t live;
+    heap_id_close(c->id, &live);
+    heap_count(tls_heap, STAT_cache_destroy, 1);
+    heap_count(tls_heap, STAT_cache_destroy_live, live);
+    c->key = 0;
+    meta_free(c, sizeof *c);
+}

@@ -1,0 +1,26 @@
+/* heap_lists.h — internal to the slab layer (heap.c, heaps.c): the slab
+ * lists of a heap and the operations both files need. Callers own the heap
+ * (its thread, or heaps_lock for an orphan or a cache-wide operation).
+ */
+#ifndef SL_HEAP_LISTS_H
+#define SL_HEAP_LISTS_H
+
+#include "heap.h"
+
+void slab_list_push(struct slab **head, struct slab *s);
+void slab_list_unlink(struct slab **head, struct slab *s);
+/* Take s off whichever list of h its state puts it on. */
+void slab_unlist(struct heap *h, struct slab *s);
+void slab_release(struct heap *h, struct slab *s, struct page_cache *pc);
+void take_notified(struct heap *h);
+void take_woken(struct heap *h, unsigned id);
+/* heaps.c: adopt partial slabs of id from orphaned heaps; false if none. */
+bool orphan_adopt(struct heap *h, unsigned id);
+
+sl_inline void partial_push(struct heap *h, struct slab *s)
+{
+    s->state = SLAB_PARTIAL;
+    slab_list_push(&h->partial[s->cls], s);
+}
+
+#endif

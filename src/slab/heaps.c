@@ -1,0 +1,292 @@
+/* heaps.c — the registry of thread heaps and of user cache ids: heap
+ * creation, thread exit, orphans (heaps of exited threads) and their
+ * adoption, process-wide collection, cache-id open/shrink/close, fork.
+ *
+ * heaps_lock guards the list of all heaps, the orphan list, the contents of
+ * orphan heaps, slab_geom of user ids, and every heap's slots of a user id
+ * while a cache-wide operation (shrink, close) or a reclaim runs. Order:
+ * heaps_lock -> page heap lock -> meta lock.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+
+#include "../base/lock.h"
+#include "../meta/meta.h"
+#include "heap_lists.h"
+
+static sl_lock heaps_lock = SL_LOCK_INIT;
+static struct heap *all_heaps, *orphans;
+static _Atomic size_t norphans;
+static pthread_key_t exit_key;
+static _Atomic int exit_key_ready;
+static uint32_t key_seq = 1; /* last key handed out; 1 is the malloc classes' */
+
+/* Is h's slot for id live: a malloc class, or a user id of an open cache? */
+static bool id_live(struct heap *h, unsigned id)
+{
+    return id < SL_NCLASSES || (h->key[id] && h->key[id] == slab_geom[id].key);
+}
+
+/* Collect remote frees on s; release it if it is empty (and not current). */
+static void collect_or_release(struct heap *h, struct slab *s, struct page_cache *pc, size_t *released)
+{
+    if (slab_collect(s))
+        heap_count(h, STAT_remote_collect, 1);
+    if (!s->used && s->state == SLAB_PARTIAL) {
+        if (released)
+            *released += (size_t)slab_geom[s->cls].pages << SL_PAGE_SHIFT;
+        slab_release(h, s, pc);
+    }
+}
+
+/* Collect what an owner can without blocking for cache id: woken and
+ * notified slabs, remote frees on every slab; empty slabs are released.
+ * With keep_current false the current slab joins the partial list first
+ * (a thread leaving, or a shrink). Caller holds heaps_lock. */
+static void reclaim_id(struct heap *h, unsigned id, bool keep_current, struct page_cache *pc, size_t *released)
+{
+    if (id >= SL_NCLASSES)
+        take_woken(h, id);
+    struct slab *s = h->cur[id];
+    if (s != &slab_none) {
+        if (slab_collect(s))
+            heap_count(h, STAT_remote_collect, 1);
+        if (!keep_current) {
+            h->cur[id] = &slab_none;
+            partial_push(h, s);
+        }
+    }
+    for (s = h->partial[id]; s;) {
+        struct slab *next = s->next;
+        collect_or_release(h, s, pc, released);
+        s = next;
+    }
+}
+
+static void heap_reclaim(struct heap *h, bool keep_current, struct page_cache *pc)
+{
+    take_notified(h);
+    for (unsigned id = 0; id < SL_NIDS; id++)
+        if (id_live(h, id))
+            reclaim_id(h, id, keep_current, pc, NULL);
+    page_cache_drain(&h->pcache);
+}
+
+bool orphan_adopt(struct heap *h, unsigned id)
+{
+    if (!ld_relaxed(&norphans) || !lock_try(&heaps_lock))
+        return false;
+    bool got = false;
+    for (struct heap *o = orphans; o && !got; o = o->orphan_next) {
+        if (id < SL_NCLASSES)
+            take_notified(o);
+        else if (o->key[id] == h->key[id])
+            take_woken(o, id);
+        else
+            continue;
+        struct slab *s;
+        while ((s = o->partial[id])) {
+            slab_list_unlink(&o->partial[id], s);
+            slab_collect(s);
+            if (!s->used) {
+                s->state = 0;
+                atomic_store_explicit(&s->owner, 0, memory_order_relaxed);
+                page_free(NULL, slab_base(s));
+                continue;
+            }
+            atomic_store_explicit(&s->owner, slab_owner_word(h, id), memory_order_relaxed);
+            partial_push(h, s);
+            got = true;
+        }
+    }
+    lock_release(&heaps_lock);
+    return got;
+}
+
+/* ---- thread heaps ------------------------------------------------------ */
+
+static void thread_exit_cb(void *arg)
+{
+    struct heap *h = arg;
+    if (h && h == tls_heap)
+        heap_thread_exit(h);
+}
+
+struct heap *heap_get_slow(void)
+{
+    if (tls_heap != &heap_empty)
+        return tls_heap;
+    struct heap *h = NULL;
+    lock_acquire(&heaps_lock);
+    if (!atomic_load_explicit(&exit_key_ready, memory_order_relaxed)) {
+        if (pthread_key_create(&exit_key, thread_exit_cb) == 0)
+            atomic_store_explicit(&exit_key_ready, 1, memory_order_relaxed);
+    }
+    if (orphans) {
+        h = orphans;
+        orphans = h->orphan_next;
+        h->orphan_next = NULL;
+        h->orphan = false;
+        st_relaxed(&norphans, ld_relaxed(&norphans) - 1);
+        stat_add(h->stats, STAT_heap_reuse, 1);
+    }
+    lock_release(&heaps_lock);
+    if (!h) {
+        h = meta_alloc(sizeof *h);
+        if (!h)
+            return NULL;
+        for (unsigned id = 0; id < SL_NIDS; id++)
+            h->cur[id] = &slab_none;
+        h->pcache.stats = h->stats;
+        stat_add(h->stats, STAT_heap_new, 1);
+        lock_acquire(&heaps_lock);
+        h->all_next = all_heaps;
+        all_heaps = h;
+        lock_release(&heaps_lock);
+    }
+    tls_heap = h;
+    if (atomic_load_explicit(&exit_key_ready, memory_order_relaxed))
+        pthread_setspecific(exit_key, h);
+    return h;
+}
+
+void heap_thread_exit(struct heap *h)
+{
+    lock_acquire(&heaps_lock);
+    heap_reclaim(h, false, &h->pcache);
+    tls_heap = &heap_empty;
+    h->orphan = true;
+    h->orphan_next = orphans;
+    orphans = h;
+    st_relaxed(&norphans, ld_relaxed(&norphans) + 1);
+    stat_add(h->stats, STAT_heap_orphan, 1);
+    lock_release(&heaps_lock);
+}
+
+void heap_collect_all(void)
+{
+    lock_acquire(&heaps_lock);
+    if (tls_heap != &heap_empty)
+        heap_reclaim(tls_heap, true, NULL);
+    for (struct heap *o = orphans; o; o = o->orphan_next)
+        heap_reclaim(o, true, NULL);
+    lock_release(&heaps_lock);
+}
+
+void heap_sum_stats(uint64_t out[STAT_COUNT])
+{
+    for (int i = 0; i < STAT_COUNT; i++)
+        out[i] = ld_relaxed(&stats_global[i]);
+    lock_acquire(&heaps_lock);
+    for (struct heap *h = all_heaps; h; h = h->all_next)
+        for (int i = 0; i < STAT_COUNT; i++)
+            out[i] += ld_relaxed(&h->stats[i]);
+    lock_release(&heaps_lock);
+}
+
+/* ---- user cache ids ------------------------------------------------------ */
+
+int heap_id_open(const struct slab_geom *g)
+{
+    int id = -1;
+    lock_acquire(&heaps_lock);
+    for (unsigned i = SL_NCLASSES; i < SL_NIDS; i++)
+        if (!slab_geom[i].key) {
+            slab_geom[i] = *g;
+            if (++key_seq == 0)
+                key_seq = 2;
+            slab_geom[i].key = key_seq;
+            id = (int)i;
+            break;
+        }
+    lock_release(&heaps_lock);
+    return id;
+}
+
+size_t heap_id_shrink(unsigned id)
+{
+    size_t released = 0;
+    lock_acquire(&heaps_lock);
+    struct heap *h = tls_heap;
+    if (h != &heap_empty && id_live(h, id)) {
+        reclaim_id(h, id, false, &h->pcache, &released);
+        page_cache_drain(&h->pcache);
+    }
+    for (struct heap *o = orphans; o; o = o->orphan_next)
+        if (id_live(o, id))
+            reclaim_id(o, id, false, NULL, &released);
+    lock_release(&heaps_lock);
+    return released;
+}
+
+/* Free a slab of a closing cache whatever it holds: its live objects'
+ * bits are cleared, so any later use of them is a reported bad free. */
+static void slab_discard(struct slab *s, uint64_t *live)
+{
+    unsigned pending = 0;
+    uintptr_t r = atomic_exchange_explicit(&s->remote, 0, memory_order_acquire) & ~SLAB_FULL_BIT;
+    for (void *p = (void *)r; p && pending < s->capacity; p = *slab_link(s, p))
+        pending++;
+    *live += (uint64_t)(s->used - pending);
+    uint8_t *base = slab_base(s);
+    size_t bytes = (size_t)slab_geom[s->cls].pages << SL_PAGE_SHIFT;
+    for (size_t off = 0; off < bytes; off += 64 * SL_GRAIN)
+        st_relaxed(bitmap_word((uintptr_t)base + off), 0);
+    atomic_store_explicit(&s->owner, 0, memory_order_relaxed);
+    s->state = 0;
+    page_free(NULL, base);
+}
+
+static void discard_list(struct slab *s, uint64_t *live, size_t *n)
+{
+    while (s) {
+        struct slab *next = s->next;
+        slab_discard(s, live);
+        ++*n;
+        s = next;
+    }
+}
+
+size_t heap_id_close(unsigned id, uint64_t *live)
+{
+    size_t n = 0;
+    *live = 0;
+    lock_acquire(&heaps_lock);
+    uint32_t key = slab_geom[id].key;
+    for (struct heap *h = all_heaps; h; h = h->all_next) {
+        if (h->key[id] != key)
+            continue;
+        /* the slots stay as they are: the key no longer matches, so the
+         * owner resets them before any use (heap_id_sync) */
+        if (h->cur[id] != &slab_none) {
+            slab_discard(h->cur[id], live);
+            n++;
+        }
+        discard_list(h->partial[id], live, &n);
+        discard_list(h->full[id], live, &n);
+    }
+    size_t bytes = n * ((size_t)slab_geom[id].pages << SL_PAGE_SHIFT);
+    slab_geom[id].key = 0;
+    lock_release(&heaps_lock);
+    return bytes;
+}
+
+/* ---- fork ---------------------------------------------------------------- */
+
+void heap_fork_prepare(void) { lock_acquire(&heaps_lock); }
+void heap_fork_parent(void) { lock_release(&heaps_lock); }
+
+/* In the child only this thread survives: every other heap is orphaned so
+ * its slabs are adopted or reclaimed instead of leaking. */
+void heap_fork_child(void)
+{
+    lock_reset(&heaps_lock);
+    for (struct heap *h = all_heaps; h; h = h->all_next) {
+        if (h == tls_heap || h->orphan)
+            continue;
+        h->orphan = true;
+        h->orphan_next = orphans;
+        orphans = h;
+        st_relaxed(&norphans, ld_relaxed(&norphans) + 1);
+    }
+}
