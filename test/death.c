@@ -92,6 +92,36 @@ static void run_case(const char *name)
         objs[3] = objs[0];
         objs[0] = objs[2] + 16; /* 16-aligned, inside a live object */
         sl_free_bulk((void **)objs, 4);
+    } else if (!strcmp(name, "cache_wrong_cache")) {
+        sl_cache_t *a = sl_cache_create("alpha", 48, 0, 0, NULL);
+        sl_cache_t *b = sl_cache_create("beta", 48, 0, 0, NULL);
+        sl_cache_free(b, sl_cache_alloc(a));
+    } else if (!strcmp(name, "cache_malloc_object")) {
+        sl_cache_t *a = sl_cache_create("alpha", 64, 0, 0, NULL);
+        sl_cache_free(a, sl_malloc(64));
+    } else if (!strcmp(name, "cache_huge_object")) {
+        sl_cache_t *a = sl_cache_create("alpha", 64, 0, 0, NULL);
+        sl_cache_free(a, sl_malloc(5u << 20));
+    } else if (!strcmp(name, "cache_double_free")) {
+        sl_cache_t *a = sl_cache_create("alpha", 100, 0, 0, NULL);
+        p = sl_cache_alloc(a);
+        sl_cache_free(a, p);
+        sl_cache_free(a, p);
+    } else if (!strcmp(name, "cache_foreign")) {
+        sl_cache_t *a = sl_cache_create("alpha", 100, 0, 0, NULL);
+        sl_cache_free(a, static_buf);
+    } else if (!strcmp(name, "cache_bulk_wrong_cache")) {
+        sl_cache_t *a = sl_cache_create("alpha", 40, 0, 0, NULL);
+        sl_cache_t *b = sl_cache_create("beta", 40, 0, 0, NULL);
+        void *objs[6];
+        sl_cache_alloc_bulk(a, 5, objs);
+        objs[5] = sl_cache_alloc(b);
+        sl_cache_free_bulk(a, 6, objs);
+    } else if (!strcmp(name, "cache_use_after_destroy")) {
+        sl_cache_t *a = sl_cache_create("alpha", 40, 0, 0, NULL);
+        p = sl_cache_alloc(a);
+        sl_cache_destroy(a);
+        sl_free(p); /* its memory went with the cache */
     } else if (!strcmp(name, "free_sized_wrong")) {
         p = sl_malloc(100);
         sl_free_sized(p, 4000);
@@ -126,6 +156,13 @@ static const struct expect cases[] = {
     { "bulk_double_free", "sluice: double free of 0x" },
     { "bulk_interior", "sluice: free of an interior pointer 0x" },
     { "bulk_not_object_start", "sluice: free of an interior pointer 0x" },
+    { "cache_wrong_cache", "sluice: sl_cache_free to cache 'beta' of 0x" },
+    { "cache_malloc_object", "(a malloc object of size class 64)" },
+    { "cache_huge_object", "sluice: sl_cache_free to cache 'alpha' of 0x" },
+    { "cache_double_free", "sluice: double free of 0x" },
+    { "cache_foreign", "sluice: free of a pointer sluice did not allocate: 0x" },
+    { "cache_bulk_wrong_cache", "(an object of cache 'beta')" },
+    { "cache_use_after_destroy", "sluice: double free of 0x" },
     { "free_sized_wrong", "sluice: sized free with the wrong size: 0x" },
 #if SL_OVERRIDE
     { "delete_sized_wrong", "sluice: sized free with the wrong size: 0x" },
