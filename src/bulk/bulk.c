@@ -51,7 +51,7 @@ static void splice(struct heap *h, struct slab *s, void *first, void *last, unsi
         s->free = first;
         s->used = (uint16_t)(s->used - n);
         stat_add(h->stats, STAT_free_small, n);
-        if (!f || !s->used)
+        if (!f || (!s->used && s->state != SLAB_CURRENT))
             heap_free_local_slow(h, s);
         return;
     }

@@ -263,7 +263,7 @@ void heap_free_object(struct slab *s, void *p)
     uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
     if (owner == slab_owner_word(h, s->cls)) {
         _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
-        return heap_free_owned(h, s, p, w, ld_relaxed(w), bitmap_bit((uintptr_t)p));
+        return heap_free_owned(h, s, p, slab_link(s, p), w, ld_relaxed(w), bitmap_bit((uintptr_t)p));
     }
     heap_count(h, STAT_free_remote, 1);
     if (slab_free_remote(s, p))

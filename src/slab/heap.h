@@ -84,17 +84,20 @@ void heap_wake(uintptr_t owner_word, struct slab *s);
 void heap_free_object(struct slab *s, void *p);
 
 /* Free of p (validated, bitmap word w holding v, bit bit) into slab s that
- * this thread owns: no atomics. */
-sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, _Atomic uint64_t *w, uint64_t v,
-                               uint64_t bit)
+ * this thread owns, its free-list link at `link`: no atomics. */
+sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, void **link, _Atomic uint64_t *w,
+                               uint64_t v, uint64_t bit)
 {
     st_relaxed(w, v & ~bit);
     void *f = s->free;
-    *slab_link(s, p) = f;
+    *link = f;
     s->free = p;
     s->used--;
     stat_add(h->stats, STAT_free_small, 1);
-    if (unlikely(!f || !s->used))
+    /* the slow path has work when the slab was exhausted, or is empty and
+     * not the current one (the current slab emptying is the common case of
+     * an alloc/free pair and needs nothing) */
+    if (unlikely(!f) || unlikely(!s->used && s->state != SLAB_CURRENT))
         heap_free_local_slow(h, s);
 }
 
@@ -112,7 +115,7 @@ sl_inline void heap_free_block(void *p)
     struct slab *s = slab_of_page(page_head(page_of(p)));
     if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != (uintptr_t)h))
         return heap_free_block_slow(p);
-    heap_free_owned(h, s, p, w, v, bit);
+    heap_free_owned(h, s, p, (void **)p, w, v, bit); /* malloc classes link at 0 */
 }
 
 /* Medium allocations: page runs of PB_RUN blocks through the thread's page
