@@ -6,12 +6,14 @@
 #include <stdio.h>
 
 #include "../huge/huge.h"
+#include "../page/page.h"
 #include "../slab/heap.h"
 #include "sluice.h"
 
 void sl_purge(void)
 {
     heap_collect_all();
+    page_purge_all();
     huge_trim();
 }
 

@@ -6,9 +6,10 @@
  * constructor, not from inside malloc, since pthread_atfork may allocate).
  *
  * Lock order, taken in this order by the fork prepare handler:
- *   1 heaps_lock (heap.c)  2 huge_lock (huge.c)  3 page heap lock (page.c)
- *   4 meta_lock (meta.c)
- * The child resets them all and orphans every other thread's heap.
+ *   1 heaps_lock (heaps.c)  2 huge_lock (huge.c)  3 purge_lock (purge.c)
+ *   4 page heap lock (page.c)  5 meta_lock (meta.c)
+ * The child resets them all, orphans every other thread's heap, and lets
+ * the reclaimer thread start again when it is needed.
  */
 #include <pthread.h>
 
@@ -17,6 +18,7 @@
 #include "../meta/meta.h"
 #include "../options/options.h"
 #include "../page/page.h"
+#include "../reclaim/reclaimer.h"
 #include "../slab/heap.h"
 #include "../stats/stats.h"
 
@@ -25,6 +27,7 @@ static void fork_prepare(void)
     st_relaxed(&lock_fork_active, 1);
     heap_fork_prepare();
     huge_fork_prepare();
+    purge_fork_prepare();
     page_fork_prepare();
     meta_fork_prepare();
 }
@@ -33,6 +36,7 @@ static void fork_parent(void)
 {
     meta_fork_parent();
     page_fork_parent();
+    purge_fork_parent();
     huge_fork_parent();
     heap_fork_parent();
     st_relaxed(&lock_fork_active, 0);
@@ -42,6 +46,8 @@ static void fork_child(void)
 {
     meta_fork_child();
     page_fork_child();
+    purge_fork_child();
+    reclaimer_fork_child();
     huge_fork_child();
     heap_fork_child();
     st_relaxed(&lock_fork_active, 0);
@@ -54,6 +60,7 @@ sl_hidden char sl_init_linked;
 __attribute__((constructor)) static void sluice_init(void)
 {
     options_init();
+    reclaimer_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 

@@ -27,8 +27,9 @@ __attribute__((used)) static char *const init_linked = &sl_init_linked;
 static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
 {
     if (n <= MEDIUM_MAX && align <= MEDIUM_MAX_ALIGN) {
-        void *p = heap_alloc_run(n, align);
-        if (p && zero)
+        bool clean;
+        void *p = heap_alloc_run(n, align, &clean);
+        if (p && zero && !clean) /* purged with MADV_DONTNEED, or never touched */
             memset(p, 0, n);
         return p;
     }

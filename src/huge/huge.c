@@ -8,6 +8,7 @@
 #include "../base/fatal.h"
 #include "../base/lock.h"
 #include "../meta/meta.h"
+#include "../options/options.h"
 #include "../os/os.h"
 #include "../pagemap/pagemap.h"
 #include "../stats/stats.h"
@@ -18,6 +19,19 @@
 static sl_lock huge_lock = SL_LOCK_INIT;
 static struct huge *cache;
 static size_t cache_bytes, cache_count, live_bytes, live_count;
+
+/* Advise a cached mapping; its new state. huge_lock held (huge frees are
+ * rare enough that the call may run under it). */
+static void advise_cached(struct huge *hd, uint64_t now)
+{
+    enum os_purge how = sl_opt.purge == PURGE_FREE ? OS_LAZY : OS_CLEAN;
+    enum os_purge got = os_purge(hd->base, hd->map_size, how);
+    bool lazy = got == OS_LAZY;
+    stat_add(stats_global, lazy ? STAT_madv_free_calls : STAT_madv_dontneed_calls, 1);
+    stat_add(stats_global, lazy ? STAT_madv_free_bytes : STAT_madv_dontneed_bytes, hd->map_size);
+    hd->state = lazy ? PS_LAZY : PS_CLEAN;
+    hd->state_ms = now;
+}
 
 static void hint_huge(struct huge *hd, size_t size)
 {
@@ -77,8 +91,9 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         live_bytes += hd->map_size;
         live_count++;
         stat_add(stats_global, STAT_huge_reuse, 1);
+        bool clean = hd->state == PS_CLEAN;
         lock_release(&huge_lock);
-        if (zero) /* a fresh mapping is zero; a reused one is not */
+        if (zero && !clean) /* a fresh or DONTNEED'd mapping reads as zero */
             memset(hd->base, 0, size);
         return hd->base;
     }
@@ -131,6 +146,10 @@ void huge_free(struct huge *hd, void *p)
     live_bytes -= hd->map_size;
     live_count--;
     if (hd->map_size <= HUGE_CACHE_BYTES / 2) {
+        hd->state = PS_DIRTY;
+        hd->state_ms = os_now_ms();
+        if (sl_opt.purge != PURGE_OFF && sl_opt.dirty_decay_ms == 0)
+            advise_cached(hd, hd->state_ms);
         hd->next = cache;
         cache = hd;
         cache_bytes += hd->map_size;
@@ -205,12 +224,42 @@ void huge_trim(void)
     lock_release(&huge_lock);
 }
 
-void huge_gauges(size_t *live, size_t *cached, size_t *count)
+void huge_purge_decay(uint64_t now, bool force)
+{
+    if (sl_opt.purge == PURGE_OFF)
+        return;
+    uint64_t dd = (uint64_t)sl_opt.dirty_decay_ms, ld = (uint64_t)sl_opt.lazy_decay_ms;
+    lock_acquire(&huge_lock);
+    for (struct huge **it = &cache; *it;) {
+        struct huge *hd = *it;
+        uint64_t age = now - hd->state_ms;
+        if (hd->state == PS_DIRTY && (force || age >= dd))
+            advise_cached(hd, now);
+        else if (hd->state != PS_DIRTY && (force || age >= ld)) { /* decayed: not worth keeping */
+            *it = hd->next;
+            cache_bytes -= hd->map_size;
+            cache_count--;
+            unmap_locked_free(hd);
+            continue;
+        }
+        it = &hd->next;
+    }
+    lock_release(&huge_lock);
+}
+
+void huge_gauges(struct huge_gauges *g)
 {
     lock_acquire(&huge_lock);
-    *live = live_bytes;
-    *cached = cache_bytes;
-    *count = live_count;
+    g->live_bytes = live_bytes;
+    g->cached_bytes = cache_bytes;
+    g->count = live_count;
+    g->dirty_bytes = g->lazy_bytes = 0;
+    for (struct huge *hd = cache; hd; hd = hd->next) {
+        if (hd->state == PS_DIRTY)
+            g->dirty_bytes += hd->map_size;
+        else if (hd->state == PS_LAZY)
+            g->lazy_bytes += hd->map_size;
+    }
     lock_release(&huge_lock);
 }
 

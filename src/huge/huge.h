@@ -8,11 +8,17 @@
  * program that allocates and frees big buffers in a loop does not pay
  * mmap + page faults each time. Cached descriptors stay in the pagemap with
  * live == false, so a double free is named as one.
+ *
+ * Purging: a cached mapping is dirty when freed; after the dirty decay it
+ * is advised (MADV_FREE, or MADV_DONTNEED in dontneed mode), and after the
+ * lazy decay it is unmapped. With SLUICE_DIRTY_DECAY_MS=0 it is advised as
+ * it is freed. A reuse clears it for calloc unless it is known clean.
  */
 #ifndef SL_HUGE_H
 #define SL_HUGE_H
 
 #include "../base/common.h"
+#include "../page/block.h" /* enum page_state */
 
 #define HUGE_MIN ((size_t)1 << 20) /* requests above 1 MiB are huge */
 
@@ -21,6 +27,8 @@ struct huge {
     size_t map_size;  /* mapping length, multiple of 2 MiB */
     size_t req_size;  /* last requested size (free_sized checks it) */
     bool live;        /* huge_lock */
+    uint8_t state;    /* cached: enum page_state, huge_lock */
+    uint64_t state_ms; /* cached: when it entered that state */
     struct huge *next; /* cache list, huge_lock */
 };
 
@@ -33,7 +41,12 @@ void *huge_realloc(struct huge *hd, void *p, size_t size);
 /* Validate p against its descriptor (op names the caller in the message). */
 void huge_check(struct huge *hd, const void *p, const char *op);
 void huge_trim(void);   /* empty the cache (sl_purge) */
-void huge_gauges(size_t *live_bytes, size_t *cached_bytes, size_t *count);
+/* The purge layer's pass over cached mappings (force: whatever their age). */
+void huge_purge_decay(uint64_t now_ms, bool force);
+struct huge_gauges {
+    size_t live_bytes, cached_bytes, count, dirty_bytes, lazy_bytes;
+};
+void huge_gauges(struct huge_gauges *g);
 void huge_fork_prepare(void);
 void huge_fork_parent(void);
 void huge_fork_child(void);

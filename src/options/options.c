@@ -2,9 +2,10 @@
 #include "options.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct sl_options sl_opt = {
-#define X(field, env, def, text) .field = def,
+#define X(field, env, def, parse, text) .field = def,
     SL_OPTION_LIST(X)
 #undef X
 };
@@ -26,14 +27,23 @@ static long parse_long(const char *s, long def)
     return v;
 }
 
+static long parse_purge(const char *s, long def)
+{
+    static const char *const names[] = { [PURGE_FREE] = "free", [PURGE_DONTNEED] = "dontneed", [PURGE_OFF] = "off" };
+    for (long i = 0; i < 3; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return def;
+}
+
 void options_init(void)
 {
     if (atomic_exchange(&options_done, 1))
         return;
     const char *s;
-#define X(field, env, def, text)  \
-    if ((s = getenv(env)))        \
-        sl_opt.field = parse_long(s, def);
+#define X(field, env, def, parse, text) \
+    if ((s = getenv(env)))               \
+        sl_opt.field = parse(s, def);
     SL_OPTION_LIST(X)
 #undef X
 }

@@ -12,10 +12,19 @@
 #include "../base/common.h"
 
 #define SL_OPTION_LIST(X)                                                                         \
-    X(stats, "SLUICE_STATS", 0, "1: print statistics to stderr at exit")
+    X(stats, "SLUICE_STATS", 0, parse_long, "1: print statistics to stderr at exit")                \
+    X(purge, "SLUICE_PURGE", PURGE_FREE, parse_purge, "free | dontneed | off: how free memory goes back") \
+    X(dirty_decay_ms, "SLUICE_DIRTY_DECAY_MS", 1000, parse_long,                                    \
+      "ms freed memory stays dirty (resident) before it is purged; 0: at once")                   \
+    X(lazy_decay_ms, "SLUICE_LAZY_DECAY_MS", 10000, parse_long,                                     \
+      "ms lazily freed (MADV_FREE) memory stays lazy before it is made clean")
+
+/* SLUICE_PURGE: MADV_FREE then, after the lazy decay, MADV_DONTNEED; or
+ * MADV_DONTNEED at once; or nothing (free pageblocks are still unmapped). */
+enum purge_mode { PURGE_FREE, PURGE_DONTNEED, PURGE_OFF };
 
 struct sl_options {
-#define X(field, env, def, text) long field;
+#define X(field, env, def, parse, text) long field;
     SL_OPTION_LIST(X)
 #undef X
 };

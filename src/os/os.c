@@ -7,6 +7,8 @@
 #include "os.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <time.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -70,6 +72,46 @@ static int advise(void *p, size_t size, int advice)
 }
 
 int os_huge(void *p, size_t size) { return advise(p, size, MADV_HUGEPAGE); }
+
+static _Atomic int madv_free_refused;
+
+enum os_purge os_purge(void *p, size_t size, enum os_purge how)
+{
+#ifdef MADV_FREE
+    if (how == OS_LAZY && !ld_relaxed(&madv_free_refused)) {
+        int r = advise(p, size, MADV_FREE);
+        if (r != EINVAL)
+            return OS_LAZY;
+        st_relaxed(&madv_free_refused, 1); /* kernel before 4.5, or a mapping it refuses */
+    }
+#endif
+    advise(p, size, MADV_DONTNEED);
+    return OS_CLEAN;
+}
+
+uint64_t os_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+long os_read_file(const char *path, char *buf, size_t cap)
+{
+    int saved = errno;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    long n = -1;
+    if (fd >= 0) {
+        n = 0;
+        ssize_t r;
+        while ((size_t)n < cap - 1 && (r = read(fd, buf + n, cap - 1 - (size_t)n)) > 0)
+            n += r;
+        buf[n] = 0;
+        close(fd);
+    }
+    errno = saved;
+    return n;
+}
 
 void os_futex_wait(_Atomic int *addr, int val)
 {

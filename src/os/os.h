@@ -13,6 +13,15 @@ void *os_map_aligned(size_t size, size_t align);    /* align: power of two */
 int   os_unmap(void *p, size_t size);
 void *os_remap(void *p, size_t old_size, size_t new_size, void *fixed); /* NULL fixed: in place only */
 int   os_huge(void *p, size_t size);                /* MADV_HUGEPAGE */
+/* Give pages back: MADV_FREE (lazy: the kernel takes them when it needs
+ * them; falls back to MADV_DONTNEED, for good, where the kernel refuses it)
+ * or MADV_DONTNEED (clean: they read as zero). Returns the advice used:
+ * OS_LAZY or OS_CLEAN. */
+enum os_purge { OS_LAZY = 1, OS_CLEAN = 2 };
+enum os_purge os_purge(void *p, size_t size, enum os_purge how);
+uint64_t os_now_ms(void);                          /* monotonic, coarse */
+/* Read a small file whole into buf (NUL-terminated); length, or -1. */
+long os_read_file(const char *path, char *buf, size_t cap);
 void  os_futex_wait(_Atomic int *addr, int val);
 void  os_futex_wake(_Atomic int *addr, int n);
 void  os_write_err(const char *s, size_t n);        /* write(2) to stderr, all of it */

@@ -71,7 +71,7 @@ void block_give(struct block *b, unsigned first, unsigned n)
 
 void block_init(struct block *b, enum pb_type type)
 {
-    b->type = (uint8_t)type;
+    b->type = (uint8_t)type; /* a fresh mapping: every page clean, no bits */
     b->free_pages = 0;
     b->order_mask = 0;
     for (unsigned o = 0; o < BLOCK_NORDERS; o++)
@@ -164,4 +164,80 @@ unsigned block_find_run(struct block *b, unsigned idx)
             return 0;
     }
     return 0;
+}
+
+/* ---- free-page states ---------------------------------------------------- */
+
+/* Bits of [first, first + n) that fall in word w. */
+static uint64_t range_mask(unsigned w, unsigned first, unsigned n)
+{
+    unsigned lo = w * 64, hi = lo + 64, end = first + n;
+    if (end <= lo || first >= hi)
+        return 0;
+    unsigned a = first > lo ? first - lo : 0, z = end < hi ? end - lo : 64;
+    uint64_t top = z == 64 ? ~0ull : (1ull << z) - 1;
+    return top & ~((1ull << a) - 1);
+}
+
+void block_state_set(struct block *b, unsigned first, unsigned n, enum page_state st)
+{
+    for (unsigned w = first / 64; w * 64 < first + n; w++) {
+        uint64_t m = range_mask(w, first, n);
+        b->ndirty = (uint16_t)(b->ndirty - __builtin_popcountll(b->dirty[w] & m));
+        b->nlazy = (uint16_t)(b->nlazy - __builtin_popcountll(b->lazy[w] & m));
+        b->dirty[w] &= ~m;
+        b->lazy[w] &= ~m;
+        if (st == PS_DIRTY) {
+            b->dirty[w] |= m;
+            b->ndirty = (uint16_t)(b->ndirty + __builtin_popcountll(m));
+        } else if (st == PS_LAZY) {
+            b->lazy[w] |= m;
+            b->nlazy = (uint16_t)(b->nlazy + __builtin_popcountll(m));
+        }
+    }
+}
+
+bool block_state_take(struct block *b, unsigned first, unsigned n)
+{
+    bool clean = true;
+    for (unsigned w = first / 64; w * 64 < first + n; w++) {
+        uint64_t m = range_mask(w, first, n), d = b->dirty[w] & m, l = b->lazy[w] & m;
+        if (d | l) {
+            clean = false;
+            b->ndirty = (uint16_t)(b->ndirty - __builtin_popcountll(d));
+            b->nlazy = (uint16_t)(b->nlazy - __builtin_popcountll(l));
+            b->dirty[w] &= ~m;
+            b->lazy[w] &= ~m;
+        }
+    }
+    return clean;
+}
+
+unsigned block_state_next(const struct block *b, enum page_state st, unsigned at, unsigned *first)
+{
+    const uint64_t *bits = st == PS_DIRTY ? b->dirty : b->lazy;
+    unsigned i = at;
+    while (i < SL_BLOCK_PAGES) { /* find a set bit */
+        uint64_t v = bits[i / 64] >> (i % 64);
+        if (v) {
+            i += (unsigned)__builtin_ctzll(v);
+            break;
+        }
+        i = (i / 64 + 1) * 64;
+    }
+    if (i >= SL_BLOCK_PAGES)
+        return 0;
+    unsigned j = i;
+    while (j < SL_BLOCK_PAGES) { /* find the next clear bit */
+        uint64_t v = ~bits[j / 64] >> (j % 64);
+        if (v) {
+            j += (unsigned)__builtin_ctzll(v);
+            break;
+        }
+        j = (j / 64 + 1) * 64;
+    }
+    if (j > SL_BLOCK_PAGES)
+        j = SL_BLOCK_PAGES;
+    *first = i;
+    return j - i;
 }

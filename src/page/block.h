@@ -20,6 +20,11 @@
  * a merge becomes PG_FREE_TAIL; no page inside a free chunk but its head
  * is ever PG_FREE.
  *
+ * Free-page states (the purge layer's view): every free page is dirty
+ * (resident, not advised), lazy (MADV_FREE'd) or clean (MADV_DONTNEED'd or
+ * never touched): one bit in dirty[] or lazy[], or neither. Bits of
+ * allocated pages are zero. A fresh block is all clean.
+ *
  * Synchronisation: a block's buddy state is guarded by the page heap lock.
  * Descriptors of an allocated run belong to its owner (slab layer / run
  * user). Bitmap words belong to the one slab or run whose memory they cover.
@@ -73,6 +78,12 @@ struct block {
     uint16_t order_mask; /* bit o: free_head[o] non-empty */
     uint16_t free_head[BLOCK_NORDERS];
     struct block *next, *prev; /* page heap list links */
+    /* purge state, page heap lock */
+    uint16_t ndirty, nlazy;     /* popcounts of dirty[] and lazy[] */
+    bool on_purge_list;
+    uint64_t dirty_ms, lazy_ms; /* when pages last turned dirty / lazy */
+    struct block *pnext, *pprev; /* blocks with dirty or lazy pages */
+    uint64_t dirty[SL_BLOCK_PAGES / 64], lazy[SL_BLOCK_PAGES / 64];
 };
 _Static_assert(sizeof(struct block) <= BLOCK_HEADER_PAGES * sizeof(struct page), "block fits");
 
@@ -124,5 +135,15 @@ void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind 
 /* The head index of the allocated run covering page idx, or 0 (slow: for
  * error messages). */
 unsigned block_find_run(struct block *b, unsigned idx);
+
+/* Free-page states; caller holds the page heap lock. */
+enum page_state { PS_DIRTY, PS_LAZY, PS_CLEAN };
+/* Free pages [first, first + n) are now in state st. */
+void block_state_set(struct block *b, unsigned first, unsigned n, enum page_state st);
+/* Pages [first, first + n) leave the free set; true if all were clean. */
+bool block_state_take(struct block *b, unsigned first, unsigned n);
+/* The first maximal run of pages in state st (PS_DIRTY or PS_LAZY) at or
+ * after page at: its length (0 if none), its first page in *first. */
+unsigned block_state_next(const struct block *b, enum page_state st, unsigned at, unsigned *first);
 
 #endif

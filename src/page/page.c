@@ -10,18 +10,15 @@
  * beyond that they are unmapped. Measured: with a fixed 4, a sweep of
  * 256 KiB-2 MiB requests mapped and unmapped a block every 20 operations.
  */
-#include "page.h"
+#include "page_heap.h"
 
 #include <errno.h>
 
 #include "../base/lock.h"
 #include "../os/os.h"
+#include "../options/options.h"
 #include "../pagemap/pagemap.h"
 
-#define NBUCKETS             (BLOCK_MAX_ORDER + 1)
-#define LIST_NONE            0xff
-#define LIST_FREE            0xfe
-#define FREE_BLOCKS_MIN      4
 
 /* Fallback order when a type has no room: which other types it may take a
  * piece from, best first (mm/page_alloc.c's fallbacks[] table). */
@@ -31,13 +28,7 @@ static const uint8_t fallbacks[PB_NTYPES][2] = {
     [PB_RUN] = { PB_RECLAIM, PB_SLAB },
 };
 
-static struct {
-    sl_lock lock;
-    struct block *lists[PB_NTYPES][NBUCKETS];
-    struct block *free_blocks;
-    size_t nfree_blocks, nblocks;
-    size_t blocks_by_type[PB_NTYPES];
-} heap = { .lock = SL_LOCK_INIT };
+struct page_heap heap = { .lock = SL_LOCK_INIT };
 
 static void list_unlink(struct block *b)
 {
@@ -76,9 +67,10 @@ static void set_type(struct block *b, enum pb_type type)
     heap.blocks_by_type[type]++;
 }
 
-static void block_unmap(struct block *b)
+void block_unmap(struct block *b)
 {
     list_unlink(b);
+    purge_forget(b);
     heap.blocks_by_type[b->type]--;
     heap.nblocks--;
     pagemap_set((uintptr_t)b, SL_BLOCK, 0);
@@ -86,8 +78,16 @@ static void block_unmap(struct block *b)
     stat_add(stats_global, STAT_block_unmap, 1);
 }
 
-/* Put b on the list its free pages call for. */
-static void relink(struct block *b)
+size_t free_blocks_keep(void)
+{
+    return heap.nblocks / 8 > FREE_BLOCKS_MIN ? heap.nblocks / 8 : FREE_BLOCKS_MIN;
+}
+
+/* Put b on the list its free pages call for. A wholly free block beyond
+ * the number kept is unmapped once it is clean (purging on: its dirty or
+ * lazy pages are worth keeping mapped until they decay), at once with
+ * purging off. */
+void relink(struct block *b)
 {
     uint8_t want;
     if (b->free_pages == BLOCK_USABLE_PAGES)
@@ -101,8 +101,8 @@ static void relink(struct block *b)
     list_unlink(b);
     if (want == LIST_FREE) {
         set_type(b, PB_FREE);
-        size_t keep = heap.nblocks / 8 > FREE_BLOCKS_MIN ? heap.nblocks / 8 : FREE_BLOCKS_MIN;
-        if (heap.nfree_blocks >= keep) {
+        if (heap.nfree_blocks >= free_blocks_keep() &&
+            (sl_opt.purge == PURGE_OFF || !(b->ndirty | b->nlazy))) {
             block_unmap(b);
             return;
         }
@@ -170,8 +170,9 @@ static struct block *find_block(enum pb_type type, unsigned order)
     return NULL;
 }
 
-/* Take a run of n pages aligned to 2^align_order pages. Lock held. */
-static void *take_locked(enum pb_type type, unsigned n, unsigned align_order, enum page_kind kind)
+/* Take a run of n pages aligned to 2^align_order pages; *clean says
+ * whether every page of it is known to read as zero. Lock held. */
+static void *take_locked(enum pb_type type, unsigned n, unsigned align_order, enum page_kind kind, bool *clean)
 {
     unsigned order = log2_ceil(n);
     if (order < align_order)
@@ -183,15 +184,19 @@ static void *take_locked(enum pb_type type, unsigned n, unsigned align_order, en
     if ((1u << order) > n)
         block_give(b, idx + n, (1u << order) - n);
     block_mark_run(b, idx, n, kind);
+    *clean = pages_take(b, idx, n);
     relink(b);
     return (uint8_t *)b + ((size_t)idx << SL_PAGE_SHIFT);
 }
 
-static void give_locked(void *run)
+/* Give a run back; its pages are in state st (dirty unless just purged). */
+static void give_locked(void *run, enum page_state st)
 {
     struct page *pg = page_of(run);
     struct block *b = block_of(run);
-    block_give(b, (unsigned)(pg - block_pages(b)), pg->h.npages);
+    unsigned first = (unsigned)(pg - block_pages(b)), n = pg->h.npages;
+    block_give(b, first, n);
+    pages_put(b, first, n, st);
     relink(b);
 }
 
@@ -208,10 +213,11 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
     if (batch * n > PCACHE_BUDGET / 4)
         batch = 1;
     void *first;
+    bool clean;
     lock_acquire(&heap.lock);
-    first = take_locked(type, n, 0, kind);
+    first = take_locked(type, n, 0, kind, &clean);
     for (unsigned i = 1; first && i < batch; i++) {
-        void *r = take_locked(type, n, 0, kind);
+        void *r = take_locked(type, n, 0, kind, &clean);
         if (!r)
             break;
         pc->runs[ct][n][pc->count[ct][n]++] = r;
@@ -223,8 +229,13 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
     return first;
 }
 
-void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t align_pages, enum page_kind kind)
+void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t align_pages, enum page_kind kind,
+                 bool *clean)
 {
+    bool dummy;
+    if (!clean)
+        clean = &dummy;
+    *clean = false;
     if (npages > BLOCK_USABLE_PAGES || npages == 0) {
         errno = ENOMEM;
         return NULL;
@@ -243,10 +254,11 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
         return r;
     }
     lock_acquire(&heap.lock);
-    void *r = take_locked(type, n, log2_ceil(align_pages ? align_pages : 1), kind);
+    void *r = take_locked(type, n, log2_ceil(align_pages ? align_pages : 1), kind, clean);
     lock_release(&heap.lock);
     if (!r)
         errno = ENOMEM;
+    purge_maybe();
     return r;
 }
 
@@ -258,19 +270,20 @@ static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned bud
     if (n) {
         unsigned keep = pc->count[ct][n] / 2;
         while (pc->count[ct][n] > keep) {
-            give_locked(pc->runs[ct][n][--pc->count[ct][n]]);
+            give_locked(pc->runs[ct][n][--pc->count[ct][n]], PS_DIRTY);
             pc->pages -= n;
         }
     }
     for (unsigned m = PCACHE_MAX_PAGES; m >= 1 && pc->pages > budget; m--)
         for (int t = 0; t < PCACHE_TYPES; t++)
             while (pc->count[t][m] && pc->pages > budget) {
-                give_locked(pc->runs[t][m][--pc->count[t][m]]);
+                give_locked(pc->runs[t][m][--pc->count[t][m]], PS_DIRTY);
                 pc->pages -= m;
             }
     lock_release(&heap.lock);
     if (pc->stats)
         stat_add(pc->stats, STAT_pcache_drain, 1);
+    purge_maybe();
 }
 
 void page_cache_drain(struct page_cache *pc) { pcache_drain(pc, 0, 0, 0); }
@@ -289,9 +302,15 @@ void page_free(struct page_cache *pc, void *run)
         pc->pages += n;
         return;
     }
+    /* purging at once (SLUICE_DIRTY_DECAY_MS=0): advise before the pages
+     * are free, outside the lock */
+    enum page_state st = PS_DIRTY;
+    if (purge_at_once())
+        st = purge_range(run, (size_t)n << SL_PAGE_SHIFT);
     lock_acquire(&heap.lock);
-    give_locked(run);
+    give_locked(run, st);
     lock_release(&heap.lock);
+    purge_maybe();
 }
 
 bool page_resize(void *run, size_t new_npages)
@@ -307,8 +326,11 @@ bool page_resize(void *run, size_t new_npages)
     lock_acquire(&heap.lock);
     if (new_npages < n) {
         block_give(b, first + (unsigned)new_npages, n - (unsigned)new_npages);
+        pages_put(b, first + (unsigned)new_npages, n - (unsigned)new_npages, PS_DIRTY);
     } else {
         ok = block_take_range(b, first + n, (unsigned)new_npages - n);
+        if (ok)
+            pages_take(b, first + n, (unsigned)new_npages - n);
     }
     if (ok) {
         block_mark_run(b, first, (unsigned)new_npages, (enum page_kind)pg->h.kind);
@@ -331,6 +353,8 @@ void page_gauges(struct page_gauges *g)
                 g->free_pages += b->free_pages;
     }
     g->free_pages += heap.nfree_blocks * BLOCK_USABLE_PAGES;
+    g->dirty_pages = heap.dirty_pages;
+    g->lazy_pages = heap.lazy_pages;
     lock_release(&heap.lock);
 }
 

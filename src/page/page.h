@@ -32,8 +32,10 @@ struct page_cache {
 };
 
 /* A run of npages pages, aligned to align_pages pages (power of two), in a
- * block of `type`, its head descriptor marked `kind`. NULL + ENOMEM. */
-void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t align_pages, enum page_kind kind);
+ * block of `type`, its head descriptor marked `kind`. NULL + ENOMEM.
+ * *clean (if clean is not NULL): every page is known to read as zero. */
+void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t align_pages, enum page_kind kind,
+                 bool *clean);
 /* Free a run returned by page_alloc (its head descriptor knows the length). */
 void page_free(struct page_cache *pc, void *run);
 /* Grow or shrink an allocated run in place; false if it cannot grow. */
@@ -42,10 +44,26 @@ void page_cache_drain(struct page_cache *pc);
 
 /* Gauges for the stats, taken under the lock. */
 struct page_gauges {
-    size_t blocks, free_blocks, free_pages;
+    size_t blocks, free_blocks, free_pages, dirty_pages, lazy_pages;
     size_t blocks_by_type[PB_NTYPES];
 };
 void page_gauges(struct page_gauges *g);
+
+/* Purging (page/purge.c): free pages go dirty -> lazy -> clean.
+ * page_purge_decay: pages dirty for longer than the dirty decay are purged
+ * (MADV_FREE, or MADV_DONTNEED in dontneed mode); pages lazy for longer
+ * than the lazy decay are made clean. force: all of them, whatever their
+ * age (memory pressure). page_purge_all: everything free becomes clean and
+ * every wholly free pageblock is unmapped (sl_purge). */
+void page_purge_decay(uint64_t now_ms, bool force);
+void page_purge_all(void);
+bool page_purge_pending(void); /* any dirty or lazy pages? */
+void purge_fork_prepare(void);  /* lock order: before page_fork_prepare */
+void purge_fork_parent(void);
+void purge_fork_child(void);
+/* Called (outside every lock) the first time there is something to decay,
+ * so the reclaimer thread can be started lazily. */
+void page_set_decay_hook(void (*fn)(void));
 
 void page_fork_prepare(void);
 void page_fork_parent(void);

@@ -145,7 +145,7 @@ static bool retire_or_collect(struct heap *h, struct slab *s)
 static struct slab *slab_new(struct heap *h, unsigned id)
 {
     const struct slab_geom *g = &slab_geom[id];
-    void *run = page_alloc(&h->pcache, (enum pb_type)g->type, g->pages, 1, PG_SLAB);
+    void *run = page_alloc(&h->pcache, (enum pb_type)g->type, g->pages, 1, PG_SLAB, NULL);
     if (!run)
         return NULL;
     struct slab *s = slab_of_page(page_of(run));
@@ -283,13 +283,13 @@ void heap_free_block_slow(void *p)
 
 /* ---- medium runs --------------------------------------------------------- */
 
-void *heap_alloc_run(size_t size, size_t align)
+void *heap_alloc_run(size_t size, size_t align, bool *clean)
 {
     struct heap *h = heap_get();
     if (!h)
         return NULL;
     size_t npages = align_up(size, SL_PAGE) >> SL_PAGE_SHIFT;
-    void *r = page_alloc(&h->pcache, PB_RUN, npages, align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1, PG_RUN);
+    void *r = page_alloc(&h->pcache, PB_RUN, npages, align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1, PG_RUN, clean);
     if (!r)
         return NULL;
     atomic_fetch_or_explicit(bitmap_word((uintptr_t)r), bitmap_bit((uintptr_t)r), memory_order_relaxed);
@@ -329,6 +329,8 @@ _Noreturn sl_cold void heap_bad_free(const void *p, uintptr_t e, const char *op)
     struct page *head = &block_pages(block_of(p))[run];
     if (head->h.kind == PG_SLAB) {
         struct slab *s = slab_of_page(head);
+        if (!atomic_load_explicit(&s->owner, memory_order_relaxed)) /* a run parked in a page cache */
+            sl_fatal(is_realloc ? "realloc of freed memory at" : "double free of", p, NULL, 0);
         if (slab_is_object_start(s, p))
             sl_fatal(is_realloc ? "realloc of freed memory at" : "double free of", p, "size class", s->size);
         sl_fatal(is_realloc ? "realloc of an interior pointer" : "free of an interior pointer", p,

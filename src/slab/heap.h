@@ -119,8 +119,9 @@ sl_inline void heap_free_block(void *p)
 }
 
 /* Medium allocations: page runs of PB_RUN blocks through the thread's page
- * cache. align is a power of two (at most 1 MiB). */
-void *heap_alloc_run(size_t size, size_t align);
+ * cache. align is a power of two (at most 1 MiB). *clean: the run is known
+ * to read as zero (calloc need not clear it). */
+void *heap_alloc_run(size_t size, size_t align, bool *clean);
 /* Usable size of a live block-backed allocation at p (validated). */
 size_t heap_usable_size(void *p);
 /* Resize a live run in place; false if it cannot. */

@@ -12,6 +12,7 @@
 
 #include "../base/lock.h"
 #include "../meta/meta.h"
+#include "../options/options.h"
 #include "heap_lists.h"
 
 static sl_lock heaps_lock = SL_LOCK_INIT;
@@ -116,6 +117,7 @@ struct heap *heap_get_slow(void)
 {
     if (tls_heap != &heap_empty)
         return tls_heap;
+    options_init(); /* the first allocation may come before the constructor */
     struct heap *h = NULL;
     lock_acquire(&heaps_lock);
     if (!atomic_load_explicit(&exit_key_ready, memory_order_relaxed)) {

@@ -8,6 +8,7 @@
 #include "../base/fatal.h"
 #include "../huge/huge.h"
 #include "../meta/meta.h"
+#include "../os/os.h"
 #include "../page/page.h"
 #include "../slab/heap.h"
 #include "sluice.h"
@@ -22,6 +23,10 @@ stat_counters stats_global;
     X(blocks_run, "pageblocks typed RUN")                                     \
     X(blocks_free, "pageblocks wholly free")                                  \
     X(free_page_bytes, "bytes in free pages of mapped pageblocks")            \
+    X(active_bytes, "bytes in pages of pageblocks handed out (slabs, runs)")  \
+    X(dirty_bytes, "free bytes still resident, not advised")                  \
+    X(lazy_bytes, "free bytes advised MADV_FREE (the kernel may take them)")  \
+    X(clean_bytes, "free bytes that read as zero (DONTNEED or untouched)")    \
     X(huge_live_bytes, "bytes in live huge mappings")                         \
     X(huge_cached_bytes, "bytes in cached huge mappings")                     \
     X(huge_count, "live huge allocations")                                    \
@@ -49,20 +54,25 @@ static const char *const texts[] = {
 static void gauges(uint64_t g[GAUGE_COUNT])
 {
     struct page_gauges pg;
-    size_t live, cached, count;
+    struct huge_gauges hg;
     page_gauges(&pg);
-    huge_gauges(&live, &cached, &count);
+    huge_gauges(&hg);
     g[GAUGE_blocks] = pg.blocks;
     g[GAUGE_blocks_slab] = pg.blocks_by_type[PB_SLAB];
     g[GAUGE_blocks_reclaim] = pg.blocks_by_type[PB_RECLAIM];
     g[GAUGE_blocks_run] = pg.blocks_by_type[PB_RUN];
     g[GAUGE_blocks_free] = pg.blocks_by_type[PB_FREE];
     g[GAUGE_free_page_bytes] = (uint64_t)pg.free_pages << SL_PAGE_SHIFT;
-    g[GAUGE_huge_live_bytes] = live;
-    g[GAUGE_huge_cached_bytes] = cached;
-    g[GAUGE_huge_count] = count;
+    g[GAUGE_active_bytes] = ((uint64_t)pg.blocks * BLOCK_USABLE_PAGES - pg.free_pages) << SL_PAGE_SHIFT;
+    g[GAUGE_dirty_bytes] = ((uint64_t)pg.dirty_pages << SL_PAGE_SHIFT) + hg.dirty_bytes;
+    g[GAUGE_lazy_bytes] = ((uint64_t)pg.lazy_pages << SL_PAGE_SHIFT) + hg.lazy_bytes;
+    g[GAUGE_clean_bytes] = ((uint64_t)(pg.free_pages - pg.dirty_pages - pg.lazy_pages) << SL_PAGE_SHIFT) +
+                           (hg.cached_bytes - hg.dirty_bytes - hg.lazy_bytes);
+    g[GAUGE_huge_live_bytes] = hg.live_bytes;
+    g[GAUGE_huge_cached_bytes] = hg.cached_bytes;
+    g[GAUGE_huge_count] = hg.count;
     g[GAUGE_meta_bytes] = meta_bytes();
-    g[GAUGE_mapped_bytes] = (uint64_t)pg.blocks * SL_BLOCK + live + cached + meta_bytes();
+    g[GAUGE_mapped_bytes] = (uint64_t)pg.blocks * SL_BLOCK + hg.live_bytes + hg.cached_bytes + meta_bytes();
 }
 
 static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT])
@@ -70,6 +80,8 @@ static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT])
     heap_sum_stats(all);
     gauges(all + STAT_COUNT);
 }
+
+static void reconcile(int fd, const uint64_t *g);
 
 const char *sl_stat_name(size_t i) { return i < STAT_COUNT + GAUGE_COUNT ? names[i] : NULL; }
 
@@ -117,6 +129,93 @@ void sl_stats_print(int fd)
         line[n++] = '\n';
         (void)!write(fd, line, n);
     }
+    reconcile(fd, all + STAT_COUNT);
+}
+
+/* ---- reconciliation with the kernel's view ------------------------------ */
+
+/* The value in kB of `key` in an smaps_rollup text, in bytes; 0 if absent. */
+static uint64_t smaps_field(const char *text, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *p = text; (p = strstr(p, key)); p += kl) {
+        if (p != text && p[-1] != '\n')
+            continue;
+        uint64_t v = 0;
+        for (p += kl; *p == ' ' || *p == ':'; p++)
+            ;
+        for (; *p >= '0' && *p <= '9'; p++)
+            v = v * 10 + (uint64_t)(*p - '0');
+        return v * 1024;
+    }
+    return 0;
+}
+
+struct out {
+    char buf[256];
+    size_t n;
+};
+static void out_str(struct out *o, const char *s)
+{
+    size_t l = strlen(s);
+    if (l > sizeof o->buf - o->n)
+        l = sizeof o->buf - o->n;
+    memcpy(o->buf + o->n, s, l);
+    o->n += l;
+}
+static void out_mib(struct out *o, const char *label, uint64_t bytes)
+{
+    char num[32];
+    uint64_t tenths = (bytes * 10 + (1 << 19)) >> 20;
+    size_t d = fmt_u64(num, tenths / 10);
+    num[d++] = '.';
+    num[d++] = (char)('0' + tenths % 10);
+    num[d] = 0;
+    out_str(o, label);
+    out_str(o, num);
+    out_str(o, " MiB");
+}
+static void out_line(struct out *o, int fd)
+{
+    if (o->n < sizeof o->buf)
+        o->buf[o->n++] = '\n';
+    (void)!write(fd, o->buf, o->n);
+    o->n = 0;
+}
+
+/* RSS minus LazyFree is what the process holds; sluice says which part of
+ * it is its own (in use, dirty free) and which is lazily freed. */
+static void reconcile(int fd, const uint64_t *g)
+{
+    char text[4096];
+    if (os_read_file("/proc/self/smaps_rollup", text, sizeof text) <= 0)
+        return;
+    uint64_t rss = smaps_field(text, "Rss"), lazy = smaps_field(text, "LazyFree");
+    uint64_t thp = smaps_field(text, "AnonHugePages");
+    uint64_t headers = g[GAUGE_blocks] * (uint64_t)BLOCK_HEADER_PAGES * SL_PAGE;
+    uint64_t held = g[GAUGE_active_bytes] + g[GAUGE_huge_live_bytes] + headers + g[GAUGE_meta_bytes];
+    struct out o = { .n = 0 };
+    out_str(&o, "reconciliation with /proc/self/smaps_rollup");
+    out_line(&o, fd);
+    out_mib(&o, "  kernel: Rss ", rss);
+    out_mib(&o, ", LazyFree ", lazy);
+    out_mib(&o, ", AnonHugePages ", thp);
+    out_mib(&o, "; Rss - LazyFree = ", rss - (lazy < rss ? lazy : rss));
+    out_line(&o, fd);
+    out_mib(&o, "  sluice: in use ", held);
+    out_mib(&o, " (pages ", g[GAUGE_active_bytes]);
+    out_mib(&o, ", huge ", g[GAUGE_huge_live_bytes]);
+    out_mib(&o, ", headers and records at most ", headers + g[GAUGE_meta_bytes]);
+    out_str(&o, ")");
+    out_line(&o, fd);
+    out_mib(&o, "  sluice: free and resident (dirty) ", g[GAUGE_dirty_bytes]);
+    out_mib(&o, ", lazily freed ", g[GAUGE_lazy_bytes]);
+    out_mib(&o, " (the kernel still has ", lazy);
+    out_mib(&o, " of it), clean ", g[GAUGE_clean_bytes]);
+    out_line(&o, fd);
+    out_str(&o, "  Rss - LazyFree = sluice in use (touched part) + dirty + the program's own");
+    out_str(&o, " (code, libraries, stacks)");
+    out_line(&o, fd);
 }
 
 void stats_print(void) { sl_stats_print(2); }

@@ -40,7 +40,13 @@
     X(cache_create, "object caches created")                                  \
     X(cache_destroy, "object caches destroyed")                               \
     X(cache_destroy_live, "live objects released by sl_cache_destroy")        \
-    X(cache_shrink_bytes, "bytes returned by sl_cache_shrink")
+    X(cache_shrink_bytes, "bytes returned by sl_cache_shrink")                \
+    X(madv_free_calls, "madvise(MADV_FREE) calls: dirty -> lazy")              \
+    X(madv_free_bytes, "bytes advised MADV_FREE")                             \
+    X(madv_dontneed_calls, "madvise(MADV_DONTNEED) calls: -> clean")           \
+    X(madv_dontneed_bytes, "bytes advised MADV_DONTNEED")                     \
+    X(reclaimer_runs, "decay passes run by the reclaimer thread")             \
+    X(pressure_events, "memory pressure seen: everything purged at once")
 
 enum sl_stat {
 #define X(name, text) STAT_##name,

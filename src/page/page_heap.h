@@ -1,0 +1,45 @@
+/* page_heap.h — internal to the page layer (page.c, purge.c): the shared
+ * page heap and the helpers both files use. Everything here is guarded by
+ * page_heap.lock unless it says otherwise.
+ */
+#ifndef SL_PAGE_HEAP_H
+#define SL_PAGE_HEAP_H
+
+#include "../base/lock.h"
+#include "page.h"
+
+#define NBUCKETS        (BLOCK_MAX_ORDER + 1)
+#define LIST_NONE       0xff
+#define LIST_FREE       0xfe
+#define FREE_BLOCKS_MIN 4
+
+struct page_heap {
+    sl_lock lock;
+    struct block *lists[PB_NTYPES][NBUCKETS];
+    struct block *free_blocks;
+    size_t nfree_blocks, nblocks;
+    size_t blocks_by_type[PB_NTYPES];
+    /* purge state */
+    struct block *purge_list; /* blocks with dirty or lazy pages */
+    /* written under the lock, read without it by purge_maybe */
+    _Atomic size_t dirty_pages, lazy_pages, active_pages;
+};
+extern struct page_heap heap;
+
+void relink(struct block *b);
+void block_unmap(struct block *b);
+size_t free_blocks_keep(void);
+
+/* purge.c */
+void purge_forget(struct block *b); /* b is being unmapped */
+/* Pages [first, first + n) of b became free in state st / were taken. */
+void pages_put(struct block *b, unsigned first, unsigned n, enum page_state st);
+bool pages_take(struct block *b, unsigned first, unsigned n);
+/* Outside the lock: enforce the dirty cap and run a due decay pass. */
+void purge_maybe(void);
+/* SLUICE_DIRTY_DECAY_MS=0 with purging on: purge every run as it is freed. */
+bool purge_at_once(void);
+/* Purge a range now (outside the lock); the state its pages are left in. */
+enum page_state purge_range(void *p, size_t bytes);
+
+#endif

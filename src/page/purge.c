@@ -1,0 +1,284 @@
+/* purge.c — the purge layer for pageblock memory: free pages go dirty ->
+ * lazy -> clean (block.h has the per-page states).
+ *
+ * Policy (DESIGN.md layer 7):
+ *   - Dirty pages are capped at an eighth of active pages (at least
+ *     DIRTY_MIN_PAGES): the thread whose free crosses the cap purges, down
+ *     to three quarters of it. SLUICE_DIRTY_DECAY_MS=0 makes the cap zero
+ *     and purges every freed run before its pages go back on the free lists.
+ *   - Decay: a block's dirty pages are purged once the block has seen no
+ *     new dirty page for SLUICE_DIRTY_DECAY_MS; its lazy pages are made
+ *     clean once none turned lazy for SLUICE_LAZY_DECAY_MS. The reclaimer
+ *     thread runs the decay; allocation slow paths run it too when it is
+ *     due, so a program that never sleeps still returns memory.
+ *   - Spans: maximal runs of pages in one state, coalesced across buddy
+ *     chunks, largest first, one madvise each; a wholly free block is one
+ *     span (one call; its clean pages are then counted in the new state).
+ *     A wholly free block beyond the number kept is unmapped, not advised,
+ *     when it would become clean.
+ * Mechanism: spans are taken off the free lists under the lock, advised
+ *   outside it, and given back in their new state, so madvise never runs
+ *   under the page heap lock and never races an allocation.
+ */
+#include <errno.h>
+
+#include "../options/options.h"
+#include "../os/os.h"
+#include "page_heap.h"
+
+#define PURGE_BATCH     32  /* spans advised per lock round trip */
+#define DIRTY_MIN_PAGES 512 /* 2 MiB of dirty pages are always allowed */
+#define DIRTY_RATIO     8   /* dirty <= active / DIRTY_RATIO */
+
+/* One purger at a time: spans are off the free lists while it advises
+ * them, and fork's prepare handler takes this lock so a child never
+ * inherits a span in flight. Order: after heaps_lock and huge_lock,
+ * before the page heap lock. */
+static sl_lock purge_lock = SL_LOCK_INIT;
+static void (*decay_hook)(void);
+static _Atomic int hook_fired;
+static _Atomic uint64_t last_decay_ms;
+
+void page_set_decay_hook(void (*fn)(void)) { decay_hook = fn; }
+
+static void purge_list_update(struct block *b)
+{
+    bool want = b->ndirty || b->nlazy;
+    if (want == b->on_purge_list)
+        return;
+    if (want) {
+        b->pprev = NULL;
+        b->pnext = heap.purge_list;
+        if (b->pnext)
+            b->pnext->pprev = b;
+        heap.purge_list = b;
+    } else {
+        if (b->pprev)
+            b->pprev->pnext = b->pnext;
+        else
+            heap.purge_list = b->pnext;
+        if (b->pnext)
+            b->pnext->pprev = b->pprev;
+    }
+    b->on_purge_list = want;
+}
+
+/* Apply a state change to b and keep the totals and the purge list right. */
+static void state_set(struct block *b, unsigned first, unsigned n, enum page_state st)
+{
+    unsigned d0 = b->ndirty, l0 = b->nlazy;
+    block_state_set(b, first, n, st);
+    st_relaxed(&heap.dirty_pages, ld_relaxed(&heap.dirty_pages) + b->ndirty - d0);
+    st_relaxed(&heap.lazy_pages, ld_relaxed(&heap.lazy_pages) + b->nlazy - l0);
+    if (st == PS_DIRTY && b->ndirty != d0)
+        b->dirty_ms = os_now_ms();
+    if (st == PS_LAZY && b->nlazy != l0)
+        b->lazy_ms = os_now_ms();
+    purge_list_update(b);
+}
+
+static bool state_take(struct block *b, unsigned first, unsigned n)
+{
+    unsigned d0 = b->ndirty, l0 = b->nlazy;
+    bool clean = block_state_take(b, first, n);
+    st_relaxed(&heap.dirty_pages, ld_relaxed(&heap.dirty_pages) - (d0 - b->ndirty));
+    st_relaxed(&heap.lazy_pages, ld_relaxed(&heap.lazy_pages) - (l0 - b->nlazy));
+    purge_list_update(b);
+    return clean;
+}
+
+void purge_forget(struct block *b) { state_take(b, BLOCK_HEADER_PAGES, BLOCK_USABLE_PAGES); }
+
+void pages_put(struct block *b, unsigned first, unsigned n, enum page_state st)
+{
+    st_relaxed(&heap.active_pages, ld_relaxed(&heap.active_pages) - n);
+    state_set(b, first, n, st);
+}
+
+bool pages_take(struct block *b, unsigned first, unsigned n)
+{
+    st_relaxed(&heap.active_pages, ld_relaxed(&heap.active_pages) + n);
+    return state_take(b, first, n);
+}
+
+bool purge_at_once(void) { return sl_opt.purge != PURGE_OFF && sl_opt.dirty_decay_ms == 0; }
+
+/* madvise one range, count it, and say what state its pages are in now. */
+static enum page_state advise(void *p, size_t bytes, enum page_state to)
+{
+    enum os_purge got = os_purge(p, bytes, to == PS_LAZY ? OS_LAZY : OS_CLEAN);
+    bool lazy = got == OS_LAZY;
+    atomic_fetch_add_explicit(&stats_global[lazy ? STAT_madv_free_calls : STAT_madv_dontneed_calls], 1,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&stats_global[lazy ? STAT_madv_free_bytes : STAT_madv_dontneed_bytes], bytes,
+                              memory_order_relaxed);
+    return lazy ? PS_LAZY : PS_CLEAN;
+}
+
+enum page_state purge_range(void *p, size_t bytes)
+{
+    return advise(p, bytes, sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN);
+}
+
+struct span {
+    struct block *b;
+    uint16_t first, n;
+};
+
+/* Keep the PURGE_BATCH largest spans, largest first. */
+static void span_add(struct span *sp, unsigned *k, struct block *b, unsigned first, unsigned n)
+{
+    unsigned i = *k;
+    if (i == PURGE_BATCH) {
+        if (sp[i - 1].n >= n)
+            return;
+        i--;
+    } else {
+        ++*k;
+    }
+    while (i > 0 && sp[i - 1].n < n) {
+        sp[i] = sp[i - 1];
+        i--;
+    }
+    sp[i] = (struct span){ b, (uint16_t)first, (uint16_t)n };
+}
+
+/* Move up to max_pages pages from state `from` to `to`, largest spans
+ * first, in blocks whose pages entered `from` at or before cutoff_ms.
+ * Returns the pages moved. wait: false gives up if another thread purges. */
+static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cutoff_ms, size_t max_pages, bool wait)
+{
+    size_t done = 0;
+    if (wait)
+        lock_acquire(&purge_lock);
+    else if (!lock_try(&purge_lock))
+        return 0;
+    while (done < max_pages) {
+        struct span sp[PURGE_BATCH];
+        unsigned k = 0;
+        lock_acquire(&heap.lock);
+        for (struct block *b = heap.purge_list; b; b = b->pnext) {
+            unsigned have = from == PS_DIRTY ? b->ndirty : b->nlazy;
+            uint64_t stamp = from == PS_DIRTY ? b->dirty_ms : b->lazy_ms;
+            if (!have || stamp > cutoff_ms)
+                continue;
+            if (b->free_pages == BLOCK_USABLE_PAGES) {
+                span_add(sp, &k, b, BLOCK_HEADER_PAGES, BLOCK_USABLE_PAGES);
+                continue;
+            }
+            unsigned first, n;
+            for (unsigned at = 0; (n = block_state_next(b, from, at, &first)); at = first + n)
+                span_add(sp, &k, b, first, n);
+        }
+        if (!k) {
+            lock_release(&heap.lock);
+            break;
+        }
+        for (unsigned i = 0; i < k; i++) {
+            struct block *b = sp[i].b;
+            done += sp[i].n;
+            if (sp[i].n == BLOCK_USABLE_PAGES && to == PS_CLEAN && heap.nfree_blocks > free_blocks_keep()) {
+                block_unmap(b); /* clean and not kept: give the mapping back */
+                sp[i].b = NULL;
+                continue;
+            }
+            block_take_range(b, sp[i].first, sp[i].n); /* free pages: cannot fail */
+            state_take(b, sp[i].first, sp[i].n);
+            relink(b);
+        }
+        lock_release(&heap.lock);
+        enum page_state got[PURGE_BATCH];
+        for (unsigned i = 0; i < k; i++)
+            if (sp[i].b)
+                got[i] = advise((uint8_t *)sp[i].b + ((size_t)sp[i].first << SL_PAGE_SHIFT),
+                                (size_t)sp[i].n << SL_PAGE_SHIFT, to);
+        lock_acquire(&heap.lock);
+        for (unsigned i = 0; i < k; i++) {
+            struct block *b = sp[i].b;
+            if (!b)
+                continue;
+            block_give(b, sp[i].first, sp[i].n);
+            state_set(b, sp[i].first, sp[i].n, got[i]);
+            relink(b);
+        }
+        lock_release(&heap.lock);
+    }
+    lock_release(&purge_lock);
+    return done;
+}
+
+static enum page_state purge_target(void) { return sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN; }
+
+static void decay(uint64_t now, bool force, bool wait)
+{
+    if (sl_opt.purge == PURGE_OFF)
+        return;
+    uint64_t dd = (uint64_t)sl_opt.dirty_decay_ms, ld = (uint64_t)sl_opt.lazy_decay_ms;
+    if (force) { /* memory pressure: straight to clean */
+        purge_spans(PS_DIRTY, PS_CLEAN, UINT64_MAX, SIZE_MAX, wait);
+        purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, wait);
+        return;
+    }
+    purge_spans(PS_DIRTY, purge_target(), now >= dd ? now - dd : 0, SIZE_MAX, wait);
+    if (sl_opt.purge == PURGE_FREE)
+        purge_spans(PS_LAZY, PS_CLEAN, now >= ld ? now - ld : 0, SIZE_MAX, wait);
+}
+
+void page_purge_decay(uint64_t now, bool force) { decay(now, force, true); }
+
+bool page_purge_pending(void) { return ld_relaxed(&heap.dirty_pages) || ld_relaxed(&heap.lazy_pages); }
+
+void page_purge_all(void)
+{
+    lock_acquire(&purge_lock);
+    lock_acquire(&heap.lock);
+    while (heap.free_blocks)
+        block_unmap(heap.free_blocks);
+    lock_release(&heap.lock);
+    lock_release(&purge_lock);
+    purge_spans(PS_DIRTY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
+    purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
+}
+
+/* The decay period: a quarter of the shorter decay, 10 ms to 1 s. */
+static uint64_t decay_tick_ms(void)
+{
+    long t = sl_opt.dirty_decay_ms < sl_opt.lazy_decay_ms ? sl_opt.dirty_decay_ms : sl_opt.lazy_decay_ms;
+    t /= 4;
+    return t < 10 ? 10 : t > 1000 ? 1000 : (uint64_t)t;
+}
+
+void purge_maybe(void)
+{
+    if (sl_opt.purge == PURGE_OFF)
+        return;
+    size_t dirty = ld_relaxed(&heap.dirty_pages);
+    if (dirty) {
+        size_t cap = 0;
+        if (!purge_at_once()) {
+            cap = ld_relaxed(&heap.active_pages) / DIRTY_RATIO;
+            if (cap < DIRTY_MIN_PAGES)
+                cap = DIRTY_MIN_PAGES;
+        }
+        if (dirty > cap)
+            purge_spans(PS_DIRTY, purge_target(), UINT64_MAX, dirty - cap * 3 / 4, cap == 0);
+    }
+    if (!dirty && !ld_relaxed(&heap.lazy_pages))
+        return;
+    uint64_t now = os_now_ms(), last = ld_relaxed(&last_decay_ms);
+    if (now - last >= decay_tick_ms() &&
+        atomic_compare_exchange_strong_explicit(&last_decay_ms, &last, now, memory_order_relaxed,
+                                                memory_order_relaxed))
+        decay(now, false, false);
+    if (decay_hook && !ld_relaxed(&hook_fired) && !atomic_exchange(&hook_fired, 1))
+        decay_hook();
+}
+
+void purge_fork_prepare(void) { lock_acquire(&purge_lock); }
+void purge_fork_parent(void) { lock_release(&purge_lock); }
+/* After fork the child has no reclaimer thread: let the hook fire again. */
+void purge_fork_child(void)
+{
+    lock_reset(&purge_lock);
+    st_relaxed(&hook_fired, 0);
+}

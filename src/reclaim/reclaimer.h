@@ -1,0 +1,12 @@
+/* reclaimer.h — the background reclaimer thread (DESIGN.md layer 9). */
+#ifndef SL_RECLAIMER_H
+#define SL_RECLAIMER_H
+
+#include "../base/common.h"
+
+void reclaimer_init(void); /* at library load: let the page layer start it */
+void reclaimer_fork_child(void);
+/* Is the process short of memory (cgroup headroom, PSI)? */
+bool reclaimer_pressure(void);
+
+#endif
