@@ -8,11 +8,13 @@
  * sluice's purge and page locks. After fork the child has no such thread;
  * the hook fires again there and starts a new one.
  *
- * Pressure: in a cgroup v2 with memory.high or memory.max set, free memory
- * counts against the limit until the kernel reclaims it, and the cgroup is
- * throttled first; so when the headroom (limit - memory.current) falls
- * under an eighth of the limit, or the memory PSI "some avg10" exceeds
- * PRESSURE_PSI percent, dirty and lazy memory is made clean at once.
+ * Pressure: in a cgroup with a memory limit (v2 memory.high / memory.max,
+ * v1 memory.soft_limit_in_bytes / memory.limit_in_bytes), lazily freed
+ * memory counts against the limit until the kernel reclaims it, and the
+ * cgroup is throttled or reclaimed first; so when the headroom (limit -
+ * usage) falls under an eighth of the limit, or the memory PSI "some
+ * avg10" (the cgroup's, else the system's) reaches PRESSURE_PSI percent,
+ * dirty and lazy memory is made clean at once.
  */
 #define _GNU_SOURCE
 #include "reclaimer.h"
@@ -21,6 +23,7 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../huge/huge.h"
 #include "../options/options.h"
@@ -33,7 +36,15 @@
 #define PRESSURE_EVERY_MS 100
 
 static _Atomic int running;
-static char cgroup_dir[256]; /* "" until looked up, "-" if none */
+
+/* Where to read the cgroup's usage and limits: v2 (memory.current,
+ * memory.high, memory.max, memory.pressure) or v1 (memory.usage_in_bytes,
+ * memory.soft_limit_in_bytes, memory.limit_in_bytes); looked up once, by
+ * the reclaimer thread only. */
+static struct {
+    bool looked;
+    char usage[320], limit[2][320], psi[320];
+} cg;
 
 static uint64_t parse_u64(const char *s, bool *ok)
 {
@@ -44,65 +55,85 @@ static uint64_t parse_u64(const char *s, bool *ok)
     return v;
 }
 
-static bool read_u64(const char *dir, const char *file, uint64_t *v)
+/* A number from a one-line file; false for "max", a missing file, or a v1
+ * "unlimited" (close to 2^63). */
+static bool read_u64(const char *path, uint64_t *v)
 {
-    char path[320], buf[64];
-    size_t dl = strlen(dir), fl = strlen(file);
-    if (dl + fl + 2 > sizeof path)
-        return false;
-    memcpy(path, dir, dl);
-    path[dl] = '/';
-    memcpy(path + dl + 1, file, fl + 1);
+    char buf[64];
     bool ok;
-    if (os_read_file(path, buf, sizeof buf) <= 0)
+    if (!path[0] || os_read_file(path, buf, sizeof buf) <= 0)
         return false;
     *v = parse_u64(buf, &ok);
-    return ok; /* "max" is no limit */
+    return ok && *v < ((uint64_t)1 << 60);
+}
+
+static void join(char *out, const char *a, const char *b, const char *c)
+{
+    size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+    out[0] = 0;
+    if (la + lb + lc + 1 > 320)
+        return;
+    memcpy(out, a, la);
+    memcpy(out + la, b, lb);
+    memcpy(out + la + lb, c, lc + 1);
 }
 
 static void find_cgroup(void)
 {
-    char buf[512];
-    strcpy(cgroup_dir, "-");
+    char buf[1024];
+    cg.looked = true;
+    strcpy(cg.psi, "/proc/pressure/memory");
     if (os_read_file("/proc/self/cgroup", buf, sizeof buf) <= 0)
         return;
-    char *line = strstr(buf, "0::"); /* the cgroup v2 line */
-    if (!line)
-        return;
-    line += 3;
-    char *end = strchr(line, '\n');
-    if (end)
-        *end = 0;
-    size_t base = strlen("/sys/fs/cgroup"), l = strlen(line);
-    if (base + l + 1 > sizeof cgroup_dir)
-        return;
-    memcpy(cgroup_dir, "/sys/fs/cgroup", base);
-    memcpy(cgroup_dir + base, line, l + 1);
-    if (!strcmp(cgroup_dir + base, "/"))
-        cgroup_dir[base] = 0;
+    for (char *line = buf; line && *line;) {
+        char *next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        char *path = strrchr(line, ':');
+        if (path) {
+            *path++ = 0;
+            const char *ctl = strchr(line, ':') ? strchr(line, ':') + 1 : "";
+            if (!strcmp(path, "/"))
+                path = "";
+            char probe[320];
+            if (!*ctl) { /* v2 */
+                join(probe, "/sys/fs/cgroup", path, "/memory.current");
+                if (!access(probe, R_OK)) {
+                    strcpy(cg.usage, probe);
+                    join(cg.limit[0], "/sys/fs/cgroup", path, "/memory.high");
+                    join(cg.limit[1], "/sys/fs/cgroup", path, "/memory.max");
+                    join(probe, "/sys/fs/cgroup", path, "/memory.pressure");
+                    if (!access(probe, R_OK))
+                        strcpy(cg.psi, probe);
+                    return;
+                }
+            } else if (strstr(ctl, "memory")) { /* v1 */
+                join(probe, "/sys/fs/cgroup/memory", path, "/memory.usage_in_bytes");
+                if (!access(probe, R_OK)) {
+                    strcpy(cg.usage, probe);
+                    join(cg.limit[0], "/sys/fs/cgroup/memory", path, "/memory.soft_limit_in_bytes");
+                    join(cg.limit[1], "/sys/fs/cgroup/memory", path, "/memory.limit_in_bytes");
+                }
+            }
+        }
+        line = next;
+    }
 }
 
 bool reclaimer_pressure(void)
 {
-    if (!cgroup_dir[0])
+    if (!cg.looked)
         find_cgroup();
-    if (cgroup_dir[0] == '-')
-        return false;
-    uint64_t cur, high = UINT64_MAX, max = UINT64_MAX, v;
-    if (read_u64(cgroup_dir, "memory.current", &cur)) {
-        if (read_u64(cgroup_dir, "memory.high", &v))
-            high = v;
-        if (read_u64(cgroup_dir, "memory.max", &v))
-            max = v;
-        uint64_t limit = high < max ? high : max;
+    uint64_t cur, limit = UINT64_MAX, v;
+    if (read_u64(cg.usage, &cur)) {
+        for (int i = 0; i < 2; i++)
+            if (read_u64(cg.limit[i], &v) && v < limit)
+                limit = v;
         if (limit != UINT64_MAX && (cur >= limit || limit - cur < limit / 8))
             return true;
     }
-    char buf[256], path[320];
-    size_t dl = strlen(cgroup_dir);
-    memcpy(path, cgroup_dir, dl);
-    memcpy(path + dl, "/memory.pressure", sizeof "/memory.pressure");
-    if (os_read_file(path, buf, sizeof buf) > 0) {
+    char buf[256];
+    if (os_read_file(cg.psi, buf, sizeof buf) > 0) {
         char *p = strstr(buf, "avg10=");
         bool ok;
         if (p && parse_u64(p + 6, &ok) >= PRESSURE_PSI && ok)

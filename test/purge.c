@@ -1,0 +1,405 @@
+/* The purge layer: calloc after reuse of lazily freed memory is zero; memory
+ * freed and left idle for the decay time is returned (RSS minus LazyFree
+ * falls to near the live size) in free and dontneed modes; sl_purge returns
+ * it at once; purge=off advises nothing; the reclaimer works after fork;
+ * pressure in a cgroup with memory.high makes lazy memory clean at once
+ * (skipped, with a message, where no cgroup can be made); threads churn
+ * while the reclaimer purges under them.
+ *
+ * Options are read at start-up, so each scenario runs in a child process
+ * started with its own SLUICE_* environment. RSS checks are made only in
+ * the normal build (a sanitizer's own memory would swamp them). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sluice.h"
+#include "t.h"
+
+#define MiB (1024.0 * 1024.0)
+
+static uint64_t smaps(const char *key)
+{
+    char buf[4096];
+    int fd = open("/proc/self/smaps_rollup", O_RDONLY);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    size_t kl = strlen(key);
+    for (char *p = buf; (p = strstr(p, key)); p += kl)
+        if ((p == buf || p[-1] == '\n') && p[kl] == ':')
+            return strtoull(p + kl + 1, NULL, 10) * 1024;
+    return 0;
+}
+
+static uint64_t held(void) { return smaps("Rss") - smaps("LazyFree"); }
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+    nanosleep(&ts, NULL);
+}
+
+/* ---- scenarios (run in a child) ------------------------------------------ */
+
+/* calloc must hand out zeros however the memory was freed before. */
+static void scenario_calloc(void)
+{
+    size_t sizes[] = { 100, 40000, 300000, 900000, 3u << 20, 20u << 20 };
+    for (int round = 0; round < 3; round++)
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+            size_t n = sizes[i];
+            unsigned char *p = sl_malloc(n);
+            memset(p, 0xa5, n);
+            sl_free(p); /* dirty, or purged at once with decay 0 */
+            if (round == 1)
+                sleep_ms(60); /* decayed to lazy or clean */
+            unsigned char *q = sl_calloc(1, n);
+            size_t bad = 0;
+            for (size_t k = 0; k < n; k += 64)
+                bad += q[k] != 0;
+            bad += q[n - 1] != 0;
+            CHECK_EQ(bad, 0);
+            memset(q, 0x5a, n);
+            sl_free(q);
+        }
+}
+
+/* Allocate about 290 MiB (medium runs and small objects), keep a tenth,
+ * free the rest, idle past the decays: RSS - LazyFree comes down to the
+ * live bytes plus a small overhead. Returns the live bytes. */
+enum { NRUNS = 4096, NSMALL = 200000 };
+static void *runs[NRUNS], *smalls[NSMALL];
+
+static size_t fill_and_thin(void)
+{
+    size_t live = 0;
+    for (int i = 0; i < NRUNS; i++) {
+        runs[i] = sl_malloc(60000);
+        memset(runs[i], 1, 60000);
+    }
+    for (int i = 0; i < NSMALL; i++) {
+        smalls[i] = sl_malloc(256);
+        memset(smalls[i], 2, 256);
+    }
+    for (int i = 0; i < NRUNS; i++)
+        if (i % 10)
+            sl_free(runs[i]);
+        else
+            live += 60000;
+    /* small objects: the oldest tenth stays (every tenth one would pin
+     * every slab, in any allocator) */
+    for (int i = 0; i < NSMALL; i++)
+        if (i >= NSMALL / 10)
+            sl_free(smalls[i]);
+        else
+            live += 256;
+    return live;
+}
+
+static void check_near_live(size_t live, const char *when)
+{
+#if SL_OVERRIDE
+    uint64_t h = held();
+    /* 10% of live, plus a fixed allowance: the program itself (a few MiB)
+     * and pageblock headers of blocks that still hold live objects */
+    uint64_t limit = live + live / 10 + (12u << 20);
+    if (h > limit)
+        fprintf(stderr, "%s: Rss - LazyFree %.1f MiB, live %.1f MiB, limit %.1f MiB\n", when, h / MiB, live / MiB,
+                limit / MiB);
+    CHECK(h <= limit);
+#else
+    (void)live, (void)when;
+#endif
+}
+
+static void scenario_decay(void)
+{
+    uint64_t before = held();
+    size_t live = fill_and_thin();
+    (void)before;
+    const char *mode = getenv("SLUICE_PURGE");
+    bool dontneed = mode && !strcmp(mode, "dontneed");
+    /* freed but not yet clean: what the decay has to do (most of it went
+     * lazy already: the dirty cap purged it as it was freed; in dontneed
+     * mode the cap made it clean, and the dirty rest is left) */
+    if (dontneed)
+        CHECK(sl_stat("dirty_bytes") > 0);
+    else
+        CHECK(sl_stat("dirty_bytes") + sl_stat("lazy_bytes") > (64u << 20));
+    sleep_ms(1500); /* decays of 100 and 300 ms, ticks of 25 ms */
+    check_near_live(live, "after the decay");
+    CHECK_EQ(sl_stat("dirty_bytes"), 0);
+    CHECK(sl_stat("reclaimer_runs") > 0); /* the reclaimer thread did it */
+    if (dontneed)
+        CHECK_EQ(sl_stat("madv_free_calls"), 0);
+    else
+        CHECK(sl_stat("madv_free_calls") > 0);
+    CHECK(sl_stat("madv_dontneed_calls") > 0); /* lazy turned clean */
+    CHECK_EQ(sl_stat("lazy_bytes"), 0);
+}
+
+/* Long decays: nothing happens by itself, sl_purge releases at once. */
+static void scenario_purge_now(void)
+{
+    size_t live = fill_and_thin();
+    sl_free(sl_malloc(8u << 20)); /* a cached huge mapping too */
+    CHECK(sl_stat("dirty_bytes") + sl_stat("lazy_bytes") > (32u << 20));
+    sl_purge();
+    CHECK_EQ(sl_stat("dirty_bytes"), 0);
+    CHECK_EQ(sl_stat("lazy_bytes"), 0);
+    CHECK_EQ(sl_stat("huge_cached_bytes"), 0);
+    check_near_live(live, "after sl_purge");
+}
+
+/* purge=off: no madvise at all; sl_purge still unmaps free pageblocks. */
+static void scenario_off(void)
+{
+    fill_and_thin();
+    sleep_ms(300);
+    CHECK_EQ(sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls"), 0);
+    CHECK_EQ(sl_stat("reclaimer_runs"), 0);
+    uint64_t blocks = sl_stat("blocks");
+    for (int i = 0; i < NRUNS; i += 10)
+        sl_free(runs[i]);
+    for (int i = 0; i < NSMALL / 10; i++)
+        sl_free(smalls[i]);
+    sl_purge();
+    CHECK(sl_stat("blocks") < blocks);
+    CHECK_EQ(sl_stat("madv_free_calls"), 0);
+}
+
+/* Decay 0: every freed run is advised as it is freed. */
+static void scenario_at_once(void)
+{
+    for (int i = 0; i < 100; i++) {
+        char *p = sl_malloc(256 << 10);
+        memset(p, 3, 256 << 10);
+        sl_free(p);
+    }
+    CHECK(sl_stat("madv_free_calls") >= 100);
+    CHECK(sl_stat("dirty_bytes") < (1u << 20));
+}
+
+/* The reclaimer runs in a fork child too (it is started again there). */
+static void scenario_fork(void)
+{
+    char *p = sl_malloc(30u << 20);
+    sl_free(sl_malloc(1u << 20)); /* starts the reclaimer in the parent */
+    sleep_ms(100);
+    pid_t pid = fork();
+    if (pid == 0) {
+        size_t live = fill_and_thin();
+        sleep_ms(1500); /* nothing but a reclaimer in this process could purge now */
+        int ok = sl_stat("dirty_bytes") == 0 && sl_stat("lazy_bytes") == 0;
+        if (!ok)
+            fprintf(stderr, "fork child: dirty %llu lazy %llu\n", (unsigned long long)sl_stat("dirty_bytes"),
+                    (unsigned long long)sl_stat("lazy_bytes"));
+#if SL_OVERRIDE
+        ok &= held() <= live + live / 10 + (40u << 20); /* the parent's 30 MiB is shared in */
+#else
+        (void)live;
+#endif
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    sl_free(p);
+}
+
+/* Threads churn medium runs and small objects while the reclaimer purges
+ * with 1 ms decays (ThreadSanitizer watches the page layer here). */
+static void *churn(void *arg)
+{
+    unsigned long long seed = (uintptr_t)arg + 1;
+    void *keep[64] = { 0 };
+    for (int i = 0; i < 20000; i++) {
+        int k = (int)(t_rand(&seed) % 64);
+        sl_free(keep[k]);
+        size_t n = t_rand(&seed) % 4 ? 16 + t_rand(&seed) % 2000 : 20000 + t_rand(&seed) % 400000;
+        keep[k] = (i % 7) ? sl_malloc(n) : sl_calloc(1, n);
+        ((char *)keep[k])[0] = 1;
+        ((char *)keep[k])[n - 1] = 1;
+    }
+    for (int k = 0; k < 64; k++)
+        sl_free(keep[k]);
+    return NULL;
+}
+
+static void scenario_threads(void)
+{
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&t[i], NULL, churn, (void *)(intptr_t)i);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    sleep_ms(50);
+    CHECK(sl_stat("madv_free_calls") > 0);
+}
+
+/* Pressure: this process in a cgroup whose memory.high (v2) or soft limit
+ * (v1) sits just above its usage; lazy memory (long lazy decay) is made
+ * clean at once. */
+static void scenario_pressure(const char *cg, bool v2)
+{
+    for (int i = 0; i < 64; i++) {
+        char *p = sl_malloc(1u << 20);
+        memset(p, 4, 1u << 20);
+        runs[i] = p;
+    }
+    for (int i = 0; i < 64; i++)
+        sl_free(runs[i]); /* over the dirty cap: purged to lazy */
+    sleep_ms(200);
+    CHECK(sl_stat("lazy_bytes") >= (32u << 20));
+    /* memory.high just above the current usage: headroom under 1/8 */
+    char path[512], cur[64];
+    snprintf(path, sizeof path, "%s/%s", cg, v2 ? "memory.current" : "memory.usage_in_bytes");
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, cur, sizeof cur - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    CHECK(n > 0);
+    unsigned long long usage = n > 0 ? (cur[n] = 0, strtoull(cur, NULL, 10)) : 0;
+    snprintf(path, sizeof path, "%s/%s", cg, v2 ? "memory.high" : "memory.soft_limit_in_bytes");
+    fd = open(path, O_WRONLY);
+    dprintf(fd, "%llu\n", usage + usage / 20);
+    close(fd);
+    for (int i = 0; i < 40 && sl_stat("lazy_bytes"); i++)
+        sleep_ms(50);
+    CHECK_EQ(sl_stat("lazy_bytes"), 0);
+    CHECK(sl_stat("pressure_events") > 0);
+}
+
+/* ---- driver --------------------------------------------------------------- */
+
+static int run(const char *self, const char *scenario, const char *const env[])
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; env[i]; i += 2)
+            setenv(env[i], env[i + 1], 1);
+        execl(self, self, scenario, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok)
+        fprintf(stderr, "scenario %s failed (status %d)\n", scenario, status);
+    return ok;
+}
+
+/* A fresh memory cgroup (v2 under /sys/fs/cgroup, or v1 under
+ * /sys/fs/cgroup/memory) that this test may limit, or NULL. */
+static char cgroup[512];
+static bool cgroup_v2;
+static const char *make_cgroup(void)
+{
+    const char *bases[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/memory" };
+    const char *probe[] = { "memory.high", "memory.soft_limit_in_bytes" };
+    for (int i = 0; i < 2; i++) {
+        snprintf(cgroup, sizeof cgroup, "%s/sluice-test-%d", bases[i], (int)getpid());
+        if (mkdir(cgroup, 0755) != 0)
+            continue;
+        char f[600];
+        snprintf(f, sizeof f, "%s/%s", cgroup, probe[i]);
+        if (access(f, W_OK) == 0) {
+            cgroup_v2 = i == 0;
+            return cgroup;
+        }
+        rmdir(cgroup);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        const char *s = argv[1];
+        if (!strcmp(s, "calloc"))
+            scenario_calloc();
+        else if (!strcmp(s, "decay"))
+            scenario_decay();
+        else if (!strcmp(s, "purge_now"))
+            scenario_purge_now();
+        else if (!strcmp(s, "off"))
+            scenario_off();
+        else if (!strcmp(s, "at_once"))
+            scenario_at_once();
+        else if (!strcmp(s, "fork"))
+            scenario_fork();
+        else if (!strcmp(s, "threads"))
+            scenario_threads();
+        else if (!strcmp(s, "pressure"))
+            scenario_pressure(argv[2], !strcmp(argv[3], "v2"));
+        return t_done(s);
+    }
+    const char *self = "/proc/self/exe";
+    static const char *const fast_free[] = { "SLUICE_PURGE", "free", "SLUICE_DIRTY_DECAY_MS", "100",
+                                             "SLUICE_LAZY_DECAY_MS", "300", NULL };
+    static const char *const fast_dontneed[] = { "SLUICE_PURGE", "dontneed", "SLUICE_DIRTY_DECAY_MS", "100",
+                                                 "SLUICE_LAZY_DECAY_MS", "300", NULL };
+    static const char *const slow[] = { "SLUICE_DIRTY_DECAY_MS", "3600000", "SLUICE_LAZY_DECAY_MS", "3600000",
+                                        NULL };
+    static const char *const off[] = { "SLUICE_PURGE", "off", NULL };
+    static const char *const at_once_free[] = { "SLUICE_DIRTY_DECAY_MS", "0", "SLUICE_LAZY_DECAY_MS", "20", NULL };
+    static const char *const at_once_dn[] = { "SLUICE_PURGE", "dontneed", "SLUICE_DIRTY_DECAY_MS", "0", NULL };
+    static const char *const tiny[] = { "SLUICE_DIRTY_DECAY_MS", "1", "SLUICE_LAZY_DECAY_MS", "2", NULL };
+    static const char *const none[] = { NULL };
+    CHECK(run(self, "calloc", none));
+    CHECK(run(self, "calloc", fast_free));
+    CHECK(run(self, "calloc", fast_dontneed));
+    CHECK(run(self, "calloc", at_once_free));
+    CHECK(run(self, "calloc", at_once_dn));
+    CHECK(run(self, "calloc", off));
+    CHECK(run(self, "decay", fast_free));
+    CHECK(run(self, "decay", fast_dontneed));
+    CHECK(run(self, "purge_now", slow));
+    CHECK(run(self, "off", off));
+    CHECK(run(self, "at_once", at_once_free));
+    CHECK(run(self, "fork", fast_free));
+    CHECK(run(self, "threads", tiny));
+    const char *cg = make_cgroup();
+    if (!cg) {
+        printf("purge: pressure test skipped: cannot create a memory cgroup under /sys/fs/cgroup "
+               "(v2 with memory.high, or v1 with the memory controller; needs write access)\n");
+    } else {
+        pid_t pid = fork();
+        if (pid == 0) {
+            char procs[600];
+            snprintf(procs, sizeof procs, "%s/cgroup.procs", cg);
+            int fd = open(procs, O_WRONLY);
+            if (fd < 0 || dprintf(fd, "%d\n", (int)getpid()) < 0)
+                _exit(77);
+            close(fd);
+            static const char *const env[] = { "SLUICE_DIRTY_DECAY_MS", "3600000", "SLUICE_LAZY_DECAY_MS",
+                                               "3600000", NULL };
+            for (int i = 0; env[i]; i += 2)
+                setenv(env[i], env[i + 1], 1);
+            execl(self, self, "pressure", cg, cgroup_v2 ? "v2" : "v1", (char *)NULL);
+            _exit(127);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+            printf("purge: pressure test skipped: cannot move a process into %s\n", cg);
+        else
+            CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        rmdir(cg);
+    }
+    return t_done("purge");
+}
