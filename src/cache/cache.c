@@ -34,10 +34,11 @@
 #define CACHE_MAX_PAGES   32 /* slab length limit: 128 KiB */
 #define CACHE_MIN_OBJECTS 16 /* objects per slab aimed for */
 #define CACHE_NAME_MAX    48
+#define CACHE_DEAD        1 /* no heap slot ever holds this key (keys start at 2) */
 
 struct sl_cache {
     void *meta_link; /* meta_free's list link while the record is free */
-    uint32_t key;    /* slab_geom[id].key while open; 0 after destroy */
+    uint32_t key;    /* slab_geom[id].key while open; CACHE_DEAD after destroy */
     uint16_t id;
     char name[CACHE_NAME_MAX];
 };
@@ -121,12 +122,13 @@ static sl_cold void cache_dead(const sl_cache_t *c, const char *op)
 
 static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
 {
-    if (c->key != slab_geom[c->id].key || !c->key)
+    if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
         cache_dead(c, "sl_cache_alloc on");
     struct heap *h = heap_get();
-    if (!h)
+    if (!h || !heap_id_sync(h, c->id, c->key)) {
+        errno = ENOMEM;
         return NULL;
-    heap_id_sync(h, c->id, c->key);
+    }
     struct slab *s = heap_refill(h, c->id);
     if (!s) {
         errno = ENOMEM;
@@ -142,10 +144,11 @@ static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
 
 void *sl_cache_alloc(sl_cache_t *c)
 {
-    struct heap *h = tls_heap;
-    unsigned id = c->id;
-    if (likely(h->key[id] == c->key)) {
-        struct slab *s = h->cur[id];
+    struct heap_ids *ids = heap_ids(tls_heap);
+    unsigned i = c->id - SL_NCLASSES;
+    if (likely(ids->key[i] == c->key)) {
+        struct heap *h = tls_heap;
+        struct slab *s = ids->cur[i];
         void *p = s->free;
         if (likely(p != NULL)) {
             s->free = *slab_link(s, p);
@@ -220,14 +223,13 @@ size_t sl_cache_alloc_bulk(sl_cache_t *c, size_t n, void **out)
 {
     if (!n)
         return 0;
-    if (c->key != slab_geom[c->id].key || !c->key)
+    if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
         cache_dead(c, "sl_cache_alloc_bulk on");
     struct heap *h = heap_get();
-    if (!h) {
+    if (!h || !heap_id_sync(h, c->id, c->key)) {
         errno = ENOMEM;
         return 0;
     }
-    heap_id_sync(h, c->id, c->key);
     return bulk_alloc(h, c->id, n, out);
 }
 
@@ -235,7 +237,7 @@ void sl_cache_free_bulk(sl_cache_t *c, size_t n, void **objs) { bulk_free(objs, 
 
 size_t sl_cache_shrink(sl_cache_t *c)
 {
-    if (c->key != slab_geom[c->id].key || !c->key)
+    if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
         cache_dead(c, "sl_cache_shrink on");
     size_t bytes = heap_id_shrink(c->id);
     heap_count(tls_heap, STAT_cache_shrink_bytes, bytes);
@@ -246,12 +248,12 @@ void sl_cache_destroy(sl_cache_t *c)
 {
     if (!c)
         return;
-    if (c->key != slab_geom[c->id].key || !c->key)
+    if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
         cache_dead(c, "sl_cache_destroy of");
     uint64_t live;
     heap_id_close(c->id, &live);
     heap_count(tls_heap, STAT_cache_destroy, 1);
     heap_count(tls_heap, STAT_cache_destroy_live, live);
-    c->key = 0;
+    c->key = CACHE_DEAD;
     meta_free(c, sizeof *c);
 }

@@ -21,10 +21,12 @@ void *meta_alloc(size_t size)
     size = meta_round(size);
     size_t cls = size / SL_CACHELINE - 1;
     void *p = NULL;
+    bool reused = false;
     lock_acquire(&meta_lock);
     if (cls < META_CLASSES && free_lists[cls]) {
         p = free_lists[cls];
         free_lists[cls] = *(void **)p;
+        reused = true;
     } else {
         if ((size_t)(bump_end - bump) < size) {
             size_t chunk = size > META_CHUNK ? align_up(size, SL_PAGE) : META_CHUNK;
@@ -41,7 +43,8 @@ void *meta_alloc(size_t size)
         bump += size;
     }
     lock_release(&meta_lock);
-    memset(p, 0, size);
+    if (reused) /* fresh bump memory is zero from mmap: leave it untouched */
+        memset(p, 0, size);
     return p;
 }
 

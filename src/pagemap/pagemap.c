@@ -5,28 +5,24 @@
 
 _Atomic uintptr_t pagemap_zero_leaf[1u << PM_LEAF_BITS];
 
-#define Z1   pagemap_zero_leaf,
-#define Z8   Z1 Z1 Z1 Z1 Z1 Z1 Z1 Z1
-#define Z64  Z8 Z8 Z8 Z8 Z8 Z8 Z8 Z8
-#define Z512 Z64 Z64 Z64 Z64 Z64 Z64 Z64 Z64
-_Atomic(_Atomic uintptr_t *) pagemap_top[1u << PM_TOP_BITS] = { Z512 Z512 Z512 Z512 };
-_Static_assert((1u << PM_TOP_BITS) == 2048, "the initialiser above fills 2048 slots");
+_Atomic uintptr_t pagemap_top[1u << PM_TOP_BITS];
 
 static _Atomic uintptr_t *leaf_get_or_create(uintptr_t top)
 {
-    _Atomic uintptr_t *leaf = atomic_load_explicit(&pagemap_top[top], memory_order_acquire);
+    _Atomic uintptr_t *leaf = pagemap_leaf(top);
     if (leaf != pagemap_zero_leaf)
         return leaf;
     size_t bytes = sizeof(uintptr_t) << PM_LEAF_BITS;
     _Atomic uintptr_t *fresh = os_map(bytes);
     if (!fresh)
         return NULL;
-    _Atomic uintptr_t *expected = pagemap_zero_leaf;
-    if (atomic_compare_exchange_strong_explicit(&pagemap_top[top], &expected, fresh, memory_order_acq_rel,
-                                                memory_order_acquire))
+    uintptr_t expected = 0;
+    if (atomic_compare_exchange_strong_explicit(&pagemap_top[top], &expected,
+                                                (uintptr_t)fresh - (uintptr_t)pagemap_zero_leaf,
+                                                memory_order_acq_rel, memory_order_acquire))
         return fresh;
     os_unmap((void *)fresh, bytes);
-    return expected;
+    return pagemap_leaf(top);
 }
 
 bool pagemap_set(uintptr_t base, size_t size, uintptr_t value)
@@ -35,7 +31,7 @@ bool pagemap_set(uintptr_t base, size_t size, uintptr_t value)
         uintptr_t top = a >> (SL_BLOCK_SHIFT + PM_LEAF_BITS);
         if (top >= (1u << PM_TOP_BITS))
             return false;
-        _Atomic uintptr_t *leaf = atomic_load_explicit(&pagemap_top[top], memory_order_acquire);
+        _Atomic uintptr_t *leaf = pagemap_leaf(top);
         if (leaf == pagemap_zero_leaf) {
             if (!value)
                 continue; /* clearing what was never set */

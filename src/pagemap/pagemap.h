@@ -21,11 +21,18 @@ enum { PM_BLOCK = 1, PM_HUGE = 2, PM_KIND_MASK = 7 };
 #define PM_TOP_BITS  11
 #define PM_LEAF_BITS 16
 
-/* Top-level slots never point to NULL: until a leaf is mapped they point to
- * pagemap_zero_leaf (all zero, never written), so a lookup has no branch
- * for a missing leaf. */
-extern _Atomic(_Atomic uintptr_t *) pagemap_top[1u << PM_TOP_BITS];
+/* A top-level slot holds its leaf's address as an offset from
+ * pagemap_zero_leaf (all zero, never written): 0 until a leaf is mapped, so
+ * a lookup has no branch for a missing leaf, and the table needs neither an
+ * initialiser nor load-time relocations (it is zero, in .bss). */
+extern _Atomic uintptr_t pagemap_top[1u << PM_TOP_BITS];
 extern _Atomic uintptr_t pagemap_zero_leaf[1u << PM_LEAF_BITS];
+
+sl_inline _Atomic uintptr_t *pagemap_leaf(uintptr_t top)
+{
+    return (_Atomic uintptr_t *)((uintptr_t)pagemap_zero_leaf +
+                                 atomic_load_explicit(&pagemap_top[top], memory_order_acquire));
+}
 
 /* The entry for address a, or 0. Two dependent loads; no call. */
 sl_inline uintptr_t pagemap_get(uintptr_t a)
@@ -33,7 +40,7 @@ sl_inline uintptr_t pagemap_get(uintptr_t a)
     uintptr_t top = a >> (SL_BLOCK_SHIFT + PM_LEAF_BITS);
     if (unlikely(top >= (1u << PM_TOP_BITS)))
         return 0;
-    _Atomic uintptr_t *leaf = atomic_load_explicit(&pagemap_top[top], memory_order_acquire);
+    _Atomic uintptr_t *leaf = pagemap_leaf(top);
     return atomic_load_explicit(&leaf[(a >> SL_BLOCK_SHIFT) & ((1u << PM_LEAF_BITS) - 1)],
                                 memory_order_acquire);
 }

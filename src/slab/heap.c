@@ -12,10 +12,12 @@
 #include <errno.h>
 
 #include "../base/fatal.h"
+#include "../meta/meta.h"
 #include "heap_lists.h"
 
 struct slab slab_none;
-struct heap heap_empty = { .cur = { [0 ... SL_NIDS - 1] = &slab_none } };
+struct heap_ids ids_none;
+struct heap heap_empty = { .cur = { [0 ... SL_NCLASSES - 1] = &slab_none }, .ids = &ids_none };
 __thread struct heap *tls_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
 void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
@@ -51,9 +53,9 @@ void slab_list_unlink(struct slab **head, struct slab *s)
 void slab_unlist(struct heap *h, struct slab *s)
 {
     if (s->state == SLAB_PARTIAL)
-        slab_list_unlink(&h->partial[s->cls], s);
+        slab_list_unlink(heap_partial(h, s->cls), s);
     else if (s->state == SLAB_FULL && s->cls >= SL_NCLASSES)
-        slab_list_unlink(&h->full[s->cls], s);
+        slab_list_unlink(heap_full(h, s->cls), s);
 }
 
 /* Give an empty slab back to the page layer. pc may be NULL (orphans). */
@@ -72,7 +74,7 @@ void heap_wake(uintptr_t owner_word, struct slab *s)
 {
     struct heap *owner = (struct heap *)(owner_word & ~(uintptr_t)1);
     if (owner_word & 1) { /* user cache: a counter, see take_woken */
-        atomic_fetch_add_explicit(&owner->woken[s->cls], 1, memory_order_release);
+        atomic_fetch_add_explicit(&heap_ids(owner)->woken[s->cls - SL_NCLASSES], 1, memory_order_release);
         return;
     }
     struct slab *old = atomic_load_explicit(&owner->notify, memory_order_relaxed);
@@ -103,13 +105,14 @@ void take_notified(struct heap *h)
  * list until it has found that many woken slabs (or reached the end). */
 void take_woken(struct heap *h, unsigned id)
 {
-    if (!atomic_load_explicit(&h->woken[id], memory_order_relaxed))
+    _Atomic uint32_t *woken = &heap_ids(h)->woken[id - SL_NCLASSES];
+    if (!atomic_load_explicit(woken, memory_order_relaxed))
         return;
-    uint32_t k = atomic_exchange_explicit(&h->woken[id], 0, memory_order_acquire);
-    for (struct slab *s = h->full[id]; s && k;) {
+    uint32_t k = atomic_exchange_explicit(woken, 0, memory_order_acquire);
+    for (struct slab *s = *heap_full(h, id); s && k;) {
         struct slab *next = s->next;
         if (atomic_load_explicit(&s->remote, memory_order_acquire) != SLAB_FULL_BIT) {
-            slab_list_unlink(&h->full[id], s);
+            slab_list_unlink(heap_full(h, id), s);
             partial_push(h, s);
             k--;
         }
@@ -130,7 +133,7 @@ static bool retire_or_collect(struct heap *h, struct slab *s)
             expected == SLAB_FULL_BIT) {
             s->state = SLAB_FULL;
             if (s->cls >= SL_NCLASSES)
-                slab_list_push(&h->full[s->cls], s);
+                slab_list_push(heap_full(h, s->cls), s);
             return false;
         }
         if (slab_collect(s)) {
@@ -138,6 +141,22 @@ static bool retire_or_collect(struct heap *h, struct slab *s)
             return true;
         }
     }
+}
+
+bool heap_id_sync_slow(struct heap *h, unsigned id, uint32_t key)
+{
+    struct heap_ids *ids = heap_ids(h);
+    if (ids == &ids_none) {
+        if (!(ids = meta_alloc(sizeof *ids))) /* zero: no key matches */
+            return false;
+        atomic_store_explicit(&h->ids, ids, memory_order_release);
+    }
+    unsigned i = id - SL_NCLASSES;
+    ids->cur[i] = &slab_none;
+    ids->partial[i] = ids->full[i] = NULL;
+    atomic_store_explicit(&ids->woken[i], 0, memory_order_relaxed);
+    ids->key[i] = key;
+    return true;
 }
 
 /* ---- small malloc slow path -------------------------------------------- */
@@ -157,7 +176,8 @@ static struct slab *slab_new(struct heap *h, unsigned id)
 /* Make cur[id] a slab with a non-empty free list, or NULL (ENOMEM). */
 struct slab *heap_refill(struct heap *h, unsigned id)
 {
-    struct slab *s = h->cur[id];
+    struct slab **cur = heap_cur(h, id), **partial = heap_partial(h, id);
+    struct slab *s = *cur;
     if (s != &slab_none) {
         if (s->free)
             return s;
@@ -167,22 +187,22 @@ struct slab *heap_refill(struct heap *h, unsigned id)
         }
         if (slab_carve(s) || retire_or_collect(h, s))
             return s;
-        h->cur[id] = &slab_none;
+        *cur = &slab_none;
     }
     if (id < SL_NCLASSES)
         take_notified(h);
     else
         take_woken(h, id);
     for (int round = 0; round < 2; round++) {
-        while ((s = h->partial[id])) {
-            slab_list_unlink(&h->partial[id], s);
+        while ((s = *partial)) {
+            slab_list_unlink(partial, s);
             s->state = SLAB_CURRENT;
-            h->cur[id] = s;
+            *cur = s;
             if (slab_collect(s))
                 stat_add(h->stats, STAT_remote_collect, 1);
             if (s->free || slab_carve(s) || retire_or_collect(h, s))
                 return s;
-            h->cur[id] = &slab_none;
+            *cur = &slab_none;
         }
         if (round == 0 && !orphan_adopt(h, id))
             break;
@@ -190,7 +210,7 @@ struct slab *heap_refill(struct heap *h, unsigned id)
     s = slab_new(h, id);
     if (!s)
         return NULL;
-    h->cur[id] = s;
+    *cur = s;
     slab_carve(s);
     return s;
 }
@@ -224,7 +244,7 @@ void heap_free_local_slow(struct heap *h, struct slab *s)
         if (s->cls >= SL_NCLASSES) {
             /* off the full list either way; a wake-up counted for it by a
              * remote freer only costs take_woken a longer scan */
-            slab_list_unlink(&h->full[s->cls], s);
+            slab_list_unlink(heap_full(h, s->cls), s);
             partial_push(h, s);
         } else if (cleared) {
             partial_push(h, s);

@@ -30,12 +30,23 @@
 #include "size_class.h"
 #include "slab.h"
 
+#define SL_NUSER (SL_NIDS - SL_NCLASSES)
+
+/* A heap's slots for the user cache ids (index id - SL_NCLASSES), made on
+ * the thread's first use of an object cache; until then ids_none. */
+struct heap_ids {
+    struct slab *cur[SL_NUSER];       /* owner; valid while key matches */
+    struct slab *partial[SL_NUSER];   /* owner; doubly linked */
+    struct slab *full[SL_NUSER];      /* owner; FULL slabs, doubly linked */
+    uint32_t key[SL_NUSER];           /* owner; the cache these slots are for */
+    _Atomic uint32_t woken[SL_NUSER]; /* FULL slabs that got a remote free */
+};
+extern struct heap_ids ids_none; /* all keys 0: matches no cache */
+
 struct heap {
-    struct slab *cur[SL_NIDS];          /* owner; never NULL (slab_none) */
-    struct slab *partial[SL_NIDS];      /* owner; doubly linked */
-    struct slab *full[SL_NIDS];         /* owner; user caches' FULL slabs */
-    uint32_t key[SL_NIDS];              /* owner; user ids: whose slots these are */
-    _Atomic uint32_t woken[SL_NIDS];    /* user ids: FULL slabs that got a remote free */
+    struct slab *cur[SL_NCLASSES];      /* owner; never NULL (slab_none) */
+    struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
+    _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
     _Atomic(struct slab *) notify;      /* malloc classes: FULL slabs that got a remote free */
     struct page_cache pcache;           /* owner */
     stat_counters stats;                /* owner writes, anyone reads */
@@ -136,15 +147,25 @@ _Noreturn void heap_bad_free(const void *p, uintptr_t pm_entry, const char *op);
 int heap_id_open(const struct slab_geom *g);
 size_t heap_id_shrink(unsigned id);
 size_t heap_id_close(unsigned id, uint64_t *live);
-/* Make this thread's slots for user id belong to the cache with key. */
-sl_inline void heap_id_sync(struct heap *h, unsigned id, uint32_t key)
+/* The slots of cache id in heap h (a malloc class or a user cache). */
+sl_inline struct heap_ids *heap_ids(struct heap *h) { return atomic_load_explicit(&h->ids, memory_order_relaxed); }
+sl_inline struct slab **heap_cur(struct heap *h, unsigned id)
 {
-    if (unlikely(h->key[id] != key)) {
-        h->cur[id] = &slab_none;
-        h->partial[id] = h->full[id] = NULL;
-        atomic_store_explicit(&h->woken[id], 0, memory_order_relaxed);
-        h->key[id] = key;
-    }
+    return id < SL_NCLASSES ? &h->cur[id] : &heap_ids(h)->cur[id - SL_NCLASSES];
+}
+sl_inline struct slab **heap_partial(struct heap *h, unsigned id)
+{
+    return id < SL_NCLASSES ? &h->partial[id] : &heap_ids(h)->partial[id - SL_NCLASSES];
+}
+sl_inline struct slab **heap_full(struct heap *h, unsigned id) { return &heap_ids(h)->full[id - SL_NCLASSES]; }
+sl_inline uint32_t heap_key(struct heap *h, unsigned id) { return heap_ids(h)->key[id - SL_NCLASSES]; }
+
+/* Make this thread's slots for user id belong to the cache with key; false
+ * (ENOMEM) if its slots for user caches could not be made. */
+bool heap_id_sync_slow(struct heap *h, unsigned id, uint32_t key);
+sl_inline bool heap_id_sync(struct heap *h, unsigned id, uint32_t key)
+{
+    return likely(heap_key(h, id) == key) || heap_id_sync_slow(h, id, key);
 }
 
 /* Thread lifecycle and process-wide operations. */

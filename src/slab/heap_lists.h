@@ -20,7 +20,7 @@ bool orphan_adopt(struct heap *h, unsigned id);
 sl_inline void partial_push(struct heap *h, struct slab *s)
 {
     s->state = SLAB_PARTIAL;
-    slab_list_push(&h->partial[s->cls], s);
+    slab_list_push(heap_partial(h, s->cls), s);
 }
 
 #endif

@@ -25,7 +25,7 @@ static uint32_t key_seq = 1; /* last key handed out; 1 is the malloc classes' */
 /* Is h's slot for id live: a malloc class, or a user id of an open cache? */
 static bool id_live(struct heap *h, unsigned id)
 {
-    return id < SL_NCLASSES || (h->key[id] && h->key[id] == slab_geom[id].key);
+    return id < SL_NCLASSES || (heap_key(h, id) && heap_key(h, id) == slab_geom[id].key);
 }
 
 /* Collect remote frees on s; release it if it is empty (and not current). */
@@ -48,16 +48,16 @@ static void reclaim_id(struct heap *h, unsigned id, bool keep_current, struct pa
 {
     if (id >= SL_NCLASSES)
         take_woken(h, id);
-    struct slab *s = h->cur[id];
+    struct slab *s = *heap_cur(h, id);
     if (s != &slab_none) {
         if (slab_collect(s))
             heap_count(h, STAT_remote_collect, 1);
         if (!keep_current) {
-            h->cur[id] = &slab_none;
+            *heap_cur(h, id) = &slab_none;
             partial_push(h, s);
         }
     }
-    for (s = h->partial[id]; s;) {
+    for (s = *heap_partial(h, id); s;) {
         struct slab *next = s->next;
         collect_or_release(h, s, pc, released);
         s = next;
@@ -81,13 +81,13 @@ bool orphan_adopt(struct heap *h, unsigned id)
     for (struct heap *o = orphans; o && !got; o = o->orphan_next) {
         if (id < SL_NCLASSES)
             take_notified(o);
-        else if (o->key[id] == h->key[id])
+        else if (heap_key(o, id) == heap_key(h, id))
             take_woken(o, id);
         else
             continue;
         struct slab *s;
-        while ((s = o->partial[id])) {
-            slab_list_unlink(&o->partial[id], s);
+        while ((s = *heap_partial(o, id))) {
+            slab_list_unlink(heap_partial(o, id), s);
             slab_collect(s);
             if (!s->used) {
                 s->state = 0;
@@ -120,6 +120,8 @@ struct heap *heap_get_slow(void)
     options_init(); /* the first allocation may come before the constructor */
     struct heap *h = NULL;
     lock_acquire(&heaps_lock);
+    if (!slab_geom[0].size)
+        slab_geom_init();
     if (!atomic_load_explicit(&exit_key_ready, memory_order_relaxed)) {
         if (pthread_key_create(&exit_key, thread_exit_cb) == 0)
             atomic_store_explicit(&exit_key_ready, 1, memory_order_relaxed);
@@ -137,8 +139,9 @@ struct heap *heap_get_slow(void)
         h = meta_alloc(sizeof *h);
         if (!h)
             return NULL;
-        for (unsigned id = 0; id < SL_NIDS; id++)
+        for (unsigned id = 0; id < SL_NCLASSES; id++)
             h->cur[id] = &slab_none;
+        atomic_store_explicit(&h->ids, &ids_none, memory_order_relaxed);
         h->pcache.stats = h->stats;
         stat_add(h->stats, STAT_heap_new, 1);
         lock_acquire(&heaps_lock);
@@ -256,16 +259,16 @@ size_t heap_id_close(unsigned id, uint64_t *live)
     lock_acquire(&heaps_lock);
     uint32_t key = slab_geom[id].key;
     for (struct heap *h = all_heaps; h; h = h->all_next) {
-        if (h->key[id] != key)
+        if (heap_key(h, id) != key)
             continue;
         /* the slots stay as they are: the key no longer matches, so the
          * owner resets them before any use (heap_id_sync) */
-        if (h->cur[id] != &slab_none) {
-            slab_discard(h->cur[id], live);
+        if (*heap_cur(h, id) != &slab_none) {
+            slab_discard(*heap_cur(h, id), live);
             n++;
         }
-        discard_list(h->partial[id], live, &n);
-        discard_list(h->full[id], live, &n);
+        discard_list(*heap_partial(h, id), live, &n);
+        discard_list(*heap_full(h, id), live, &n);
     }
     size_t bytes = n * ((size_t)slab_geom[id].pages << SL_PAGE_SHIFT);
     slab_geom[id].key = 0;

@@ -4,11 +4,16 @@
 
 #include "../base/fatal.h"
 
-struct slab_geom slab_geom[SL_NIDS] = {
-#define X(size, pages) { size, pages, 0, PB_SLAB, 1, size, NULL, "malloc" },
-    SL_SIZE_CLASSES(X)
-#undef X
-};
+/* In .bss (filled at the first heap's creation), not .data: a 20 KiB
+ * initialised table would be paged in whole at load. */
+struct slab_geom slab_geom[SL_NIDS];
+
+void slab_geom_init(void)
+{
+    for (unsigned c = 0; c < SL_NCLASSES; c++)
+        slab_geom[c] = (struct slab_geom){ .size = class_size[c], .pages = class_pages[c], .type = PB_SLAB,
+                                           .key = 1, .obj_size = class_size[c] };
+}
 
 void slab_init(struct slab *s, struct heap *owner, unsigned id)
 {

@@ -52,9 +52,10 @@ struct slab_geom {
     uint32_t key;
     uint32_t obj_size; /* what the user asked for (usable size) */
     void (*ctor)(void *);
-    const char *name;
+    const char *name; /* user caches; NULL for the malloc classes */
 };
 extern struct slab_geom slab_geom[SL_NIDS];
+void slab_geom_init(void); /* the malloc classes' entries; before the first slab */
 
 sl_inline uintptr_t slab_owner_word(struct heap *h, unsigned id)
 {
