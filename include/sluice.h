@@ -78,7 +78,9 @@ SL_API size_t sl_cache_shrink(sl_cache_t *c);
 SL_API void sl_cache_destroy(sl_cache_t *c);
 
 /* Release all free memory now: collect remote frees, return empty slabs and
- * cached pages, unmap free pageblocks and cached huge mappings. */
+ * cached pages, make every free page clean (MADV_DONTNEED, whatever
+ * SLUICE_PURGE says), unmap free pageblocks and cached huge mappings.
+ * malloc_trim(0) does the same. */
 SL_API void sl_purge(void);
 
 /* Statistics. A name is a counter ("alloc_small", "free_remote",

@@ -39,9 +39,9 @@ static struct mallinfo2 info(void)
 EXPORT int malloc_trim(size_t pad)
 {
     (void)pad;
-    uint64_t before = sl_stat("mapped_bytes");
+    uint64_t mapped = sl_stat("mapped_bytes"), advised = sl_stat("madv_dontneed_bytes");
     sl_purge();
-    return sl_stat("mapped_bytes") < before;
+    return sl_stat("mapped_bytes") < mapped || sl_stat("madv_dontneed_bytes") > advised;
 }
 
 EXPORT void malloc_stats(void) { sl_stats_print(2); }

@@ -120,6 +120,18 @@ enum page_state purge_range(void *p, size_t bytes)
     return advise(p, bytes, sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN);
 }
 
+/* A wholly free block needs from its header only struct block and the
+ * descriptors of its free chunk heads, which after buddy merging are always
+ * pages 12, 16, 32, 64, 128 and 256: header pages 0, 1, 2 and 4. The rest
+ * (descriptors of free tails, read by nothing, and the bitmap, all zero) is
+ * given back too, so 2,048 freed blocks do not keep 96 MiB of headers. */
+static void trim_header(struct block *b)
+{
+    _Static_assert(BLOCK_HEADER_PAGES == 12 && BLOCK_BITMAP_OFF == 8 * 4096, "header layout");
+    advise((uint8_t *)b + 3 * SL_PAGE, SL_PAGE, PS_CLEAN);
+    advise((uint8_t *)b + 5 * SL_PAGE, 7 * SL_PAGE, PS_CLEAN);
+}
+
 struct span {
     struct block *b;
     uint16_t first, n;
@@ -188,10 +200,14 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
         }
         lock_release(&heap.lock);
         enum page_state got[PURGE_BATCH];
-        for (unsigned i = 0; i < k; i++)
-            if (sp[i].b)
-                got[i] = advise((uint8_t *)sp[i].b + ((size_t)sp[i].first << SL_PAGE_SHIFT),
-                                (size_t)sp[i].n << SL_PAGE_SHIFT, to);
+        for (unsigned i = 0; i < k; i++) {
+            if (!sp[i].b)
+                continue;
+            got[i] = advise((uint8_t *)sp[i].b + ((size_t)sp[i].first << SL_PAGE_SHIFT),
+                            (size_t)sp[i].n << SL_PAGE_SHIFT, to);
+            if (sp[i].n == BLOCK_USABLE_PAGES)
+                trim_header(sp[i].b);
+        }
         lock_acquire(&heap.lock);
         for (unsigned i = 0; i < k; i++) {
             struct block *b = sp[i].b;
