@@ -293,7 +293,8 @@ void page_free(struct page_cache *pc, void *run)
     struct page *pg = page_of(run);
     unsigned n = pg->h.npages;
     int ct = cache_type((enum pb_type)block_of(run)->type);
-    if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES) {
+    /* purging at once (SLUICE_DIRTY_DECAY_MS=0) means no run is parked */
+    if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES && !purge_at_once()) {
         if (pc->count[ct][n] == PCACHE_DEPTH)
             pcache_drain(pc, ct, n, PCACHE_BUDGET);
         else if (pc->pages + n > PCACHE_BUDGET)

@@ -18,7 +18,7 @@
 #include "../stats/stats.h"
 #include "block.h"
 
-#define PCACHE_MAX_PAGES 16 /* runs of 1..16 pages are cached per thread */
+#define PCACHE_MAX_PAGES 64 /* runs of 1..64 pages (256 KiB) are cached per thread */
 #define PCACHE_DEPTH     8
 #define PCACHE_TYPES     2 /* PB_SLAB and PB_RUN */
 #define PCACHE_BUDGET    256 /* pages one thread may park */
