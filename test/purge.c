@@ -256,13 +256,13 @@ static void scenario_threads(void)
  * clean at once. */
 static void scenario_pressure(const char *cg, bool v2)
 {
-    for (int i = 0; i < 64; i++) {
-        char *p = sl_malloc(1u << 20);
-        memset(p, 4, 1u << 20);
-        runs[i] = p;
+    for (int i = 0; i < 512; i++) {
+        runs[i] = sl_malloc(128 << 10);
+        memset(runs[i], 4, 128 << 10);
     }
-    for (int i = 0; i < 64; i++)
-        sl_free(runs[i]); /* over the dirty cap: purged to lazy */
+    for (int i = 0; i < 512; i++)
+        if (i % 8) /* every eighth stays, so no pageblock comes wholly free */
+            sl_free(runs[i]); /* far over the dirty cap: purged to lazy at once */
     sleep_ms(200);
     CHECK(sl_stat("lazy_bytes") >= (32u << 20));
     /* memory.high just above the current usage: headroom under 1/8 */

@@ -84,9 +84,10 @@ size_t free_blocks_keep(void)
 }
 
 /* Put b on the list its free pages call for. A wholly free block beyond
- * the number kept is unmapped once it is clean (purging on: its dirty or
- * lazy pages are worth keeping mapped until they decay), at once with
- * purging off. */
+ * the number kept (an eighth of all blocks, at least FREE_BLOCKS_MIN) is
+ * unmapped at once: that much free memory will not be reused soon, and an
+ * unmapped block costs nothing at all. Kept blocks decay like any free
+ * pages (dirty -> lazy -> clean). */
 void relink(struct block *b)
 {
     uint8_t want;
@@ -101,8 +102,7 @@ void relink(struct block *b)
     list_unlink(b);
     if (want == LIST_FREE) {
         set_type(b, PB_FREE);
-        if (heap.nfree_blocks >= free_blocks_keep() &&
-            (sl_opt.purge == PURGE_OFF || !(b->ndirty | b->nlazy))) {
+        if (heap.nfree_blocks >= free_blocks_keep()) {
             block_unmap(b);
             return;
         }
