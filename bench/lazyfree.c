@@ -11,10 +11,11 @@
  * (held = Rss - LazyFree, read from /proc/self/smaps_rollup right after the
  * run, with no purge call).
  *
- * idle mode: allocate 4 GiB in 256 KiB chunks, touch it, free it all, then
- * idle, printing Rss and LazyFree every 100 ms:
- *   lazyfree idle [seconds] [GiB]
- * prints lines  t=<s> rss_kib=<n> lazyfree_kib=<n>
+ * idle mode: allocate 4 GiB in 256 KiB chunks, touch it, free it all (or all
+ * but every keep-th chunk), then idle, printing Rss and LazyFree every
+ * 100 ms:
+ *   lazyfree idle [seconds] [GiB] [keep]
+ * prints lines  t=<s> rss_kib=<n> lazyfree_kib=<n> live_kib=<n>
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -94,7 +95,7 @@ static int ebizzy(int threads)
     return 0;
 }
 
-static int idle(double seconds, double gib)
+static int idle(double seconds, double gib, int keep)
 {
     size_t chunk = 256 << 10, n = (size_t)(gib * (1 << 30)) / chunk;
     char **p = malloc(n * sizeof *p);
@@ -106,13 +107,17 @@ static int idle(double seconds, double gib)
     long rss, lazy;
     smaps(&rss, &lazy);
     printf("t=%.2f rss_kib=%ld lazyfree_kib=%ld phase=allocated\n", now() - t0, rss, lazy);
-    for (size_t i = 0; i < n; i++)
-        free(p[i]);
-    free(p);
+    long live = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (keep > 0 && i % (size_t)keep == 0)
+            live += (long)(chunk >> 10);
+        else
+            free(p[i]);
+    }
     double t1 = now();
     while (now() - t1 < seconds) {
         smaps(&rss, &lazy);
-        printf("t=%.2f rss_kib=%ld lazyfree_kib=%ld\n", now() - t0, rss, lazy);
+        printf("t=%.2f rss_kib=%ld lazyfree_kib=%ld live_kib=%ld\n", now() - t0, rss, lazy, live);
         fflush(stdout);
         usleep(100000);
     }
@@ -122,7 +127,7 @@ static int idle(double seconds, double gib)
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "idle"))
-        return idle(argc > 2 ? atof(argv[2]) : 15, argc > 3 ? atof(argv[3]) : 4);
+        return idle(argc > 2 ? atof(argv[2]) : 15, argc > 3 ? atof(argv[3]) : 4, argc > 4 ? atoi(argv[4]) : 0);
     int threads = argc > 1 ? atoi(argv[1]) : 1;
     run_seconds = argc > 2 ? atof(argv[2]) : 3;
     chunk_bytes = (size_t)(argc > 3 ? atoi(argv[3]) : 256) << 10;

@@ -7,7 +7,9 @@ vs off, 1 and 2 threads. Part 2, default settings: sluice against glibc,
 jemalloc, tcmalloc and mimalloc, 1 and 2 threads, with Rss - LazyFree right
 after the run. Every repeat runs every configuration once, in a fresh
 random order; medians of REPEATS. Part 3: Rss and LazyFree over time for a
-program that allocates 4 GiB, frees it and idles (one run each).
+program that allocates 4 GiB, frees it and idles (one run each). Part 4:
+the same keeping every tenth chunk (410 MiB live): Rss - LazyFree after the
+decays against the live bytes.
 
 Writes bench/results/lazyfree.md and, with matplotlib, lazyfree.png and
 lazyfree_idle.png.     python3 bench/lazyfree.py [--repeats N] [--seconds S]
@@ -106,7 +108,7 @@ def main():
         lines += ["\nAllocate 4 GiB in 256 KiB chunks, free it, idle: Rss - LazyFree (MiB) at times after the "
                   "free, and at the end Rss / LazyFree:\n",
                   "| allocator | 0.5 s | 1 s | 2 s | 5 s | 11 s | end Rss | end LazyFree |", "|---" * 8 + "|"]
-        for label, pts in idle.items():
+        for label, pts in list(idle.items()):
             t_free = pts[1][0]
 
             def at(sec):
@@ -115,6 +117,15 @@ def main():
                 return f"{p[1] - p[2]:.0f}"
             lines.append(f"| {label} | " + " | ".join(at(s) for s in (0.5, 1, 2, 5, 11)) +
                          f" | {pts[-1][1]:.0f} | {pts[-1][2]:.0f} |")
+        lines += ["\nThe same keeping every tenth chunk live (`bench_lazyfree idle 14 4 10`): Rss - LazyFree "
+                  "after the decays against the live bytes:\n",
+                  "| allocator | live MiB | Rss - LazyFree at the end, MiB | over live |", "|---|---|---|---|"]
+        for label, lib, env in idle_cfg[:3]:
+            out = run(lib, env, ["idle", str(a.idle), "4", "10"])
+            last = {k: float(v) for k, v in (f.split("=") for f in out.splitlines()[-1].split())}
+            live, held = last["live_kib"] / 1024, (last["rss_kib"] - last["lazyfree_kib"]) / 1024
+            lines.append(f"| {label} | {live:.0f} | {held:.0f} | {held / live - 1:+.1%} |")
+            print(f"idle-keep run {label} done", file=sys.stderr)
     text = "\n".join(lines) + "\n"
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "lazyfree.md"), "w") as f:

@@ -126,16 +126,38 @@ enum page_state purge_range(void *p, size_t bytes)
     return advise(p, bytes, sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN);
 }
 
-/* A wholly free block needs from its header only struct block and the
- * descriptors of its free chunk heads, which after buddy merging are always
- * pages 12, 16, 32, 64, 128 and 256: header pages 0, 1, 2 and 4. The rest
- * (descriptors of free tails, read by nothing, and the bitmap, all zero) is
- * given back too, so 2,048 freed blocks do not keep 96 MiB of headers. */
-static void trim_header(struct block *b)
+/* Header pages a span leaves idle. The live-object bitmap has one page per
+ * 128 pages of the block, all zero where the pages are free; a descriptor
+ * page covers 64 pages, and free pages need only their chunk heads'
+ * descriptors (a tail's descriptor is read by nothing). So a span gives
+ * back, beside its own pages, the bitmap pages it covers whole (before its
+ * pages go back on the free lists: nothing reads them meanwhile) and the
+ * descriptor pages it covers whole that hold no chunk head once it is back
+ * (under the lock: an allocation could write them right after). Without
+ * this, 2,048 freed blocks kept 96 MiB of headers resident. */
+#define GRAINS_PAGES (SL_PAGE * 8 * SL_GRAIN / SL_PAGE) /* pages one bitmap page covers: 128 */
+#define DESC_PAGES   (SL_PAGE / sizeof(struct page))       /* pages one descriptor page covers: 64 */
+
+static unsigned span_start(unsigned first) { return first == BLOCK_HEADER_PAGES ? 0 : first; }
+
+static void trim_bitmap(struct block *b, unsigned first, unsigned n)
 {
-    _Static_assert(BLOCK_HEADER_PAGES == 12 && BLOCK_BITMAP_OFF == 8 * 4096, "header layout");
-    advise((uint8_t *)b + 3 * SL_PAGE, SL_PAGE, PS_CLEAN);
-    advise((uint8_t *)b + 5 * SL_PAGE, 7 * SL_PAGE, PS_CLEAN);
+    for (unsigned j = (span_start(first) + GRAINS_PAGES - 1) / GRAINS_PAGES; (j + 1) * GRAINS_PAGES <= first + n; j++)
+        advise((uint8_t *)b + BLOCK_BITMAP_OFF + (size_t)j * SL_PAGE, SL_PAGE, PS_CLEAN);
+}
+
+static void trim_descriptors_locked(struct block *b, unsigned first, unsigned n)
+{
+    struct page *pg = block_pages(b);
+    for (unsigned d = (span_start(first) + DESC_PAGES - 1) / DESC_PAGES; (d + 1) * DESC_PAGES <= first + n; d++) {
+        if (d == 0)
+            continue; /* struct block lives there */
+        bool heads = false;
+        for (unsigned i = d * DESC_PAGES; i < (d + 1) * DESC_PAGES && !heads; i++)
+            heads = pg[i].h.kind == PG_FREE;
+        if (!heads)
+            advise(&pg[d * DESC_PAGES], SL_PAGE, PS_CLEAN);
+    }
 }
 
 struct span {
@@ -211,8 +233,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
                 continue;
             got[i] = advise((uint8_t *)sp[i].b + ((size_t)sp[i].first << SL_PAGE_SHIFT),
                             (size_t)sp[i].n << SL_PAGE_SHIFT, to);
-            if (sp[i].n == BLOCK_USABLE_PAGES)
-                trim_header(sp[i].b);
+            trim_bitmap(sp[i].b, sp[i].first, sp[i].n);
         }
         lock_acquire(&heap.lock);
         for (unsigned i = 0; i < k; i++) {
@@ -221,6 +242,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
                 continue;
             block_give(b, sp[i].first, sp[i].n);
             state_set(b, sp[i].first, sp[i].n, got[i]);
+            trim_descriptors_locked(b, sp[i].first, sp[i].n);
             relink(b);
         }
         lock_release(&heap.lock);
