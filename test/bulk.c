@@ -10,14 +10,6 @@
 #include "sluice.h"
 #include "t.h"
 
-static void shuffle(void **a, size_t n, unsigned long long *seed)
-{
-    for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)(t_rand(seed) % i);
-        void *t = a[i - 1];
-        a[i - 1] = a[j];
-        a[j] = t;
-    }
 }
 
 static void test_roundtrip(void)
@@ -43,7 +35,7 @@ static void test_roundtrip(void)
                     bad++;
             CHECK_EQ(bad, 0);
             if (bi % 2)
-                shuffle(objs, n, &seed);
+                t_shuffle(objs, n, &seed);
             uint64_t calls = sl_stat("bulk_free_calls");
             sl_free_bulk(objs, n);
             CHECK_EQ(sl_stat("bulk_free_calls"), calls + 1);
@@ -68,7 +60,7 @@ static void test_mixed(void)
         size_t sz = r < 80 ? 1 + r * 7 : r < 95 ? 20000 + r * 1000 : (2u << 20) + r;
         objs[i] = (r % 13 == 0) ? NULL : sl_malloc(sz);
     }
-    shuffle(objs, N, &seed);
+    t_shuffle(objs, N, &seed);
     sl_free_bulk(objs, N); /* any mix of sizes, NULLs skipped */
     sl_free_bulk(NULL, 0);
     void *again[N];
@@ -121,7 +113,7 @@ static void test_remote(void)
         pthread_join(t, NULL);
         CHECK_EQ(a.n, N);
         unsigned long long seed = (unsigned)round + 1;
-        shuffle(objs, 2 * N, &seed);
+        t_shuffle(objs, 2 * N, &seed);
         uint64_t remote = sl_stat("free_remote"), local = sl_stat("free_small");
         /* freed in bulk by a third thread: main's half is remote to it (the
          * other half may be local: a new thread takes over the heap an

@@ -15,14 +15,6 @@
 #include "sluice.h"
 #include "t.h"
 
-static void shuffle(void **a, size_t n, unsigned long long *seed)
-{
-    for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)(t_rand(seed) % i);
-        void *t = a[i - 1];
-        a[i - 1] = a[j];
-        a[j] = t;
-    }
 }
 
 static void test_geometry(void)
@@ -249,7 +241,7 @@ static void test_bulk(void)
         for (size_t i = 0; i < n; i++)
             memset(objs[i], (int)i, 72);
         if (bi % 2)
-            shuffle(objs, n, &seed);
+            t_shuffle(objs, n, &seed);
         for (size_t i = 0; i < n; i += 7)
             if (i % 3 == 0)
                 objs[i] = objs[i] ? (sl_cache_free(c, objs[i]), NULL) : NULL; /* NULL entries */
@@ -268,7 +260,7 @@ static void test_bulk(void)
         objs[i] = r == 0 ? sl_cache_alloc(c) : r == 1 ? sl_cache_alloc(k) : r == 2 ? sl_malloc((size_t)i % 3000 + 1)
                  : r == 3 ? sl_malloc(40000) : NULL;
     }
-    shuffle(objs, M, &seed);
+    t_shuffle(objs, M, &seed);
     sl_free_bulk(objs, M);
     CHECK_EQ(sl_cache_alloc_bulk(c, 0, objs), 0);
     sl_cache_free_bulk(c, 0, objs);

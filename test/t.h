@@ -45,4 +45,15 @@ static inline unsigned long long t_rand(unsigned long long *s)
     return *s;
 }
 
+/* Fisher-Yates shuffle of a pointer array */
+static inline void t_shuffle(void **a, size_t n, unsigned long long *seed)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(t_rand(seed) % i);
+        void *t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
 #endif
