@@ -10,8 +10,6 @@
 #include "sluice.h"
 #include "t.h"
 
-}
-
 static void test_roundtrip(void)
 {
     static void *objs[100000];

@@ -15,8 +15,6 @@
 #include "sluice.h"
 #include "t.h"
 
-}
-
 static void test_geometry(void)
 {
     size_t sizes[] = { 1, 8, 16, 24, 40, 100, 256, 1000, 3000, 4096, 5000, 20000, 65536, 131072 };
