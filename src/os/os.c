@@ -120,6 +120,14 @@ void os_futex_wait(_Atomic int *addr, int val)
     errno = saved;
 }
 
+void os_futex_wait_ms(_Atomic int *addr, int val, uint64_t ms)
+{
+    int saved = errno;
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
+    syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+    errno = saved;
+}
+
 void os_futex_wake(_Atomic int *addr, int n)
 {
     int saved = errno;

@@ -23,6 +23,7 @@ uint64_t os_now_ms(void);                          /* monotonic, coarse */
 /* Read a small file whole into buf (NUL-terminated); length, or -1. */
 long os_read_file(const char *path, char *buf, size_t cap);
 void  os_futex_wait(_Atomic int *addr, int val);
+void  os_futex_wait_ms(_Atomic int *addr, int val, uint64_t ms); /* or until ms pass */
 void  os_futex_wake(_Atomic int *addr, int n);
 void  os_write_err(const char *s, size_t n);        /* write(2) to stderr, all of it */
 

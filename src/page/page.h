@@ -61,9 +61,14 @@ bool page_purge_pending(void); /* any dirty or lazy pages? */
 void purge_fork_prepare(void);  /* lock order: before page_fork_prepare */
 void purge_fork_parent(void);
 void purge_fork_child(void);
-/* Called (outside every lock) the first time there is something to decay,
- * so the reclaimer thread can be started lazily. */
-void page_set_decay_hook(void (*fn)(void));
+/* Hooks for the reclaimer (called outside every lock): start, the first
+ * time there is something to decay, so the thread is started lazily; and
+ * kick, when a big free leaves dirty pages far over the cap: it returns
+ * true if the reclaimer will purge them (the freeing thread does it
+ * itself otherwise). */
+void page_set_reclaimer_hooks(void (*start)(void), bool (*kick)(void));
+/* Purge dirty pages down to the cap now (the reclaimer, when kicked). */
+void page_purge_cap(void);
 
 void page_fork_prepare(void);
 void page_fork_parent(void);

@@ -4,8 +4,9 @@
  * Policy (DESIGN.md layer 7):
  *   - Dirty pages are capped at an eighth of active pages (at least
  *     DIRTY_MIN_PAGES), enforced once per decay tick (largest spans first,
- *     down to the cap), and at once by the freeing thread only past
- *     DIRTY_BURST times the cap (a big free). Enforcing it on every free
+ *     down to the cap, in blocks with no new dirty page for a tick), and at
+ *     once past DIRTY_BURST times the cap (a big free): by the reclaimer,
+ *     woken for it, or by the freeing thread if there is no reclaimer. Enforcing it on every free
  *     made a program that frees and reallocates more than the cap per
  *     cycle advise and re-fault the same pages over and over (measured:
  *     139,000 MADV_FREE calls, 2x the time, on bench/sizes).
@@ -41,11 +42,16 @@
  * inherits a span in flight. Order: after heaps_lock and huge_lock,
  * before the page heap lock. */
 static sl_lock purge_lock = SL_LOCK_INIT;
-static void (*decay_hook)(void);
+static void (*start_hook)(void);
+static bool (*kick_hook)(void);
 static _Atomic int hook_fired;
 static _Atomic uint64_t last_decay_ms;
 
-void page_set_decay_hook(void (*fn)(void)) { decay_hook = fn; }
+void page_set_reclaimer_hooks(void (*start)(void), bool (*kick)(void))
+{
+    start_hook = start;
+    kick_hook = kick;
+}
 
 static void purge_list_update(struct block *b)
 {
@@ -253,17 +259,27 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
 
 static enum page_state purge_target(void) { return sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN; }
 
+/* The decay period: a quarter of the shorter decay, 10 ms to 1 s. */
+static uint64_t decay_tick_ms(void)
+{
+    long t = sl_opt.dirty_decay_ms < sl_opt.lazy_decay_ms ? sl_opt.dirty_decay_ms : sl_opt.lazy_decay_ms;
+    t /= 4;
+    return t < 10 ? 10 : t > 1000 ? 1000 : (uint64_t)t;
+}
+
 static size_t dirty_cap(void)
 {
     size_t cap = ld_relaxed(&heap.active_pages) / DIRTY_RATIO;
     return cap < DIRTY_MIN_PAGES ? DIRTY_MIN_PAGES : cap;
 }
 
-/* Purge dirty pages down to the cap, largest spans first. */
-static void enforce_cap(size_t dirty, size_t cap, bool wait)
+/* Purge dirty pages down to the cap, largest spans first, in blocks that
+ * saw no new dirty page since cutoff_ms (a block being churned reuses its
+ * dirty pages within milliseconds; purging them only costs madvise calls). */
+static void enforce_cap(size_t dirty, size_t cap, uint64_t cutoff_ms, bool wait)
 {
     if (dirty > cap)
-        purge_spans(PS_DIRTY, purge_target(), UINT64_MAX, dirty - cap, wait);
+        purge_spans(PS_DIRTY, purge_target(), cutoff_ms, dirty - cap, wait);
 }
 
 static void decay(uint64_t now, bool force, bool wait)
@@ -277,7 +293,7 @@ static void decay(uint64_t now, bool force, bool wait)
         return;
     }
     purge_spans(PS_DIRTY, purge_target(), now >= dd ? now - dd : 0, SIZE_MAX, wait);
-    enforce_cap(ld_relaxed(&heap.dirty_pages), dirty_cap(), wait);
+    enforce_cap(ld_relaxed(&heap.dirty_pages), dirty_cap(), now - decay_tick_ms(), wait);
     if (sl_opt.purge == PURGE_FREE)
         purge_spans(PS_LAZY, PS_CLEAN, now >= ld ? now - ld : 0, SIZE_MAX, wait);
 }
@@ -298,23 +314,15 @@ void page_purge_all(void)
     purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
 }
 
-/* The decay period: a quarter of the shorter decay, 10 ms to 1 s. */
-static uint64_t decay_tick_ms(void)
-{
-    long t = sl_opt.dirty_decay_ms < sl_opt.lazy_decay_ms ? sl_opt.dirty_decay_ms : sl_opt.lazy_decay_ms;
-    t /= 4;
-    return t < 10 ? 10 : t > 1000 ? 1000 : (uint64_t)t;
-}
-
 void purge_maybe(void)
 {
     if (sl_opt.purge == PURGE_OFF)
         return;
     size_t dirty = ld_relaxed(&heap.dirty_pages);
     if (purge_at_once())
-        enforce_cap(dirty, 0, true);
-    else if (dirty > DIRTY_BURST * dirty_cap())
-        enforce_cap(dirty, dirty_cap(), false);
+        enforce_cap(dirty, 0, UINT64_MAX, true);
+    else if (dirty > DIRTY_BURST * dirty_cap() && !(kick_hook && kick_hook()))
+        enforce_cap(dirty, dirty_cap(), UINT64_MAX, false);
     if (!dirty && !ld_relaxed(&heap.lazy_pages))
         return;
     uint64_t now = os_now_ms(), last = ld_relaxed(&last_decay_ms);
@@ -322,8 +330,14 @@ void purge_maybe(void)
         atomic_compare_exchange_strong_explicit(&last_decay_ms, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed))
         decay(now, false, false);
-    if (decay_hook && !ld_relaxed(&hook_fired) && !atomic_exchange(&hook_fired, 1))
-        decay_hook();
+    if (start_hook && !ld_relaxed(&hook_fired) && !atomic_exchange(&hook_fired, 1))
+        start_hook();
+}
+
+void page_purge_cap(void)
+{
+    if (sl_opt.purge != PURGE_OFF)
+        enforce_cap(ld_relaxed(&heap.dirty_pages), dirty_cap(), UINT64_MAX, true);
 }
 
 void purge_fork_prepare(void) { lock_acquire(&purge_lock); }

@@ -1,6 +1,7 @@
 /* reclaimer.c — one background thread, the kernel's kswapd in user space:
- * it runs the purge layer's decay (page/purge.c, huge.c) on a clock, and
- * under memory pressure makes every free page clean at once.
+ * it runs the purge layer's decay (page/purge.c, huge.c) on a clock, purges
+ * down to the dirty cap when a big free kicks it (so the freeing thread
+ * goes on), and under memory pressure makes every free page clean at once.
  *
  * Started lazily: the page layer calls the hook the first time there is
  * dirty or lazy memory, so a program that never frees never gets the
@@ -36,6 +37,7 @@
 #define PRESSURE_EVERY_MS 100
 
 static _Atomic int running;
+static _Atomic int kicked; /* futex word: a big free wants the cap enforced */
 
 /* Where to read the cgroup's usage and limits: v2 (memory.current,
  * memory.high, memory.max, memory.pressure) or v1 (memory.usage_in_bytes,
@@ -142,22 +144,26 @@ bool reclaimer_pressure(void)
     return false;
 }
 
-static void sleep_ms(uint64_t ms)
+/* Sleep ms, or until kicked. */
+static void wait_ms(uint64_t ms)
 {
-    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000 };
-    while (nanosleep(&ts, &ts))
-        ;
+    uint64_t until = os_now_ms() + ms;
+    for (uint64_t now = os_now_ms(); now < until && !ld_relaxed(&kicked); now = os_now_ms())
+        os_futex_wait_ms(&kicked, 0, until - now);
 }
 
 static void *reclaimer_main(void *arg)
 {
     (void)arg;
+    st_relaxed(&running, 2); /* running: kicks are heard */
     uint64_t last_pressure = 0;
     for (;;) {
         long t = sl_opt.dirty_decay_ms < sl_opt.lazy_decay_ms ? sl_opt.dirty_decay_ms : sl_opt.lazy_decay_ms;
         t /= 4;
         uint64_t tick = t < 10 ? 10 : t > 1000 ? 1000 : (uint64_t)t;
-        sleep_ms(tick);
+        wait_ms(tick);
+        if (atomic_exchange(&kicked, 0))
+            page_purge_cap();
         uint64_t now = os_now_ms();
         bool pressure = false;
         if (now - last_pressure >= PRESSURE_EVERY_MS) {
@@ -170,7 +176,7 @@ static void *reclaimer_main(void *arg)
         huge_purge_decay(now, pressure);
         atomic_fetch_add_explicit(&stats_global[STAT_reclaimer_runs], 1, memory_order_relaxed);
         if (!page_purge_pending())
-            sleep_ms(IDLE_SLEEP_MS);
+            wait_ms(IDLE_SLEEP_MS);
     }
     return NULL;
 }
@@ -193,5 +199,18 @@ static void reclaimer_start(void)
     pthread_attr_destroy(&attr);
 }
 
-void reclaimer_init(void) { page_set_decay_hook(reclaimer_start); }
-void reclaimer_fork_child(void) { st_relaxed(&running, 0); }
+static bool reclaimer_kick(void)
+{
+    if (ld_relaxed(&running) != 2)
+        return false;
+    if (!ld_relaxed(&kicked) && !atomic_exchange(&kicked, 1))
+        os_futex_wake(&kicked, 1);
+    return true;
+}
+
+void reclaimer_init(void) { page_set_reclaimer_hooks(reclaimer_start, reclaimer_kick); }
+void reclaimer_fork_child(void)
+{
+    st_relaxed(&running, 0);
+    st_relaxed(&kicked, 0);
+}
