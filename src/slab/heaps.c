@@ -22,6 +22,16 @@ static pthread_key_t exit_key;
 static _Atomic int exit_key_ready;
 static uint32_t key_seq = 1; /* last key handed out; 1 is the malloc classes' */
 
+/* Take heaps_lock for work that may free pages. A page free can start the
+ * reclaimer thread, and pthread_create allocates; with heaps_lock held, an
+ * allocation by a thread that has no heap yet would wait for heaps_lock in
+ * heap_get_slow. So the thread gets its heap first. */
+static void lock_heaps_for_freeing(void)
+{
+    heap_get();
+    lock_acquire(&heaps_lock);
+}
+
 /* Is h's slot for id live: a malloc class, or a user id of an open cache? */
 static bool id_live(struct heap *h, unsigned id)
 {
@@ -170,7 +180,7 @@ void heap_thread_exit(struct heap *h)
 
 void heap_collect_all(void)
 {
-    lock_acquire(&heaps_lock);
+    lock_heaps_for_freeing();
     if (tls_heap != &heap_empty)
         heap_reclaim(tls_heap, true, NULL);
     for (struct heap *o = orphans; o; o = o->orphan_next)
@@ -211,7 +221,7 @@ int heap_id_open(const struct slab_geom *g)
 size_t heap_id_shrink(unsigned id)
 {
     size_t released = 0;
-    lock_acquire(&heaps_lock);
+    lock_heaps_for_freeing();
     struct heap *h = tls_heap;
     if (h != &heap_empty && id_live(h, id)) {
         reclaim_id(h, id, false, &h->pcache, &released);
@@ -256,7 +266,7 @@ size_t heap_id_close(unsigned id, uint64_t *live)
 {
     size_t n = 0;
     *live = 0;
-    lock_acquire(&heaps_lock);
+    lock_heaps_for_freeing();
     uint32_t key = slab_geom[id].key;
     for (struct heap *h = all_heaps; h; h = h->all_next) {
         if (heap_key(h, id) != key)
