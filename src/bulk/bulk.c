@@ -74,19 +74,19 @@ static void splice(struct heap *h, struct slab *s, void *first, void *last, unsi
 struct bits {
     _Atomic uint64_t *word;
     uint64_t value; /* the word as loaded */
-    uint64_t mask;  /* bits of the chain's objects in it */
+    uint64_t avail; /* value without the bits of the chain's objects */
     bool own;       /* clear now (owner) or leave to the owner's collection */
 };
 
 static void bits_flush(struct bits *b)
 {
-    if (b->mask && b->own)
-        st_relaxed(b->word, b->value & ~b->mask);
-    b->mask = 0;
+    if (b->avail != b->value && b->own)
+        st_relaxed(b->word, b->avail);
+    b->value = b->avail = 0;
 }
 
 /* Check p (in the chain's slab) before it is linked; abort if it is not a
- * live object or is already in the chain. */
+ * live object or is already in the chain (its bit is gone from avail). */
 sl_inline void bits_add(struct bits *b, void *p)
 {
     uintptr_t a = (uintptr_t)p;
@@ -94,12 +94,12 @@ sl_inline void bits_add(struct bits *b, void *p)
     if (w != b->word) {
         bits_flush(b);
         b->word = w;
-        b->value = ld_relaxed(w);
+        b->value = b->avail = ld_relaxed(w);
     }
     uint64_t bit = bitmap_bit(a);
-    if (unlikely(!(b->value & bit) || (b->mask & bit) || (a & (SL_GRAIN - 1))))
+    if (unlikely(!(b->avail & bit) || (a & (SL_GRAIN - 1))))
         heap_bad_free(p, pagemap_get(a), "free");
-    b->mask |= bit;
+    b->avail &= ~bit;
 }
 
 void bulk_free(void **ptrs, size_t n, unsigned expect)
@@ -130,24 +130,31 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
         bits_add(&bits, p);
         uintptr_t lo = (uintptr_t)slab_base(s);
         uintptr_t span = (uintptr_t)s->capacity * s->size;
+        size_t link_off = s->link_off;
         void *last = p;
         unsigned count = 1, misses = 0;
+        size_t first_miss = SIZE_MAX; /* entries above it end up consumed or NULL */
         for (size_t j = n; j-- > 0;) {
             void *q = ptrs[j];
             if ((uintptr_t)q - lo >= span) {
-                if (q && ++misses == LOOKAHEAD_MISSES)
+                if (!q)
+                    continue;
+                if (first_miss == SIZE_MAX)
+                    first_miss = j;
+                if (++misses == LOOKAHEAD_MISSES)
                     break;
                 continue;
             }
             misses = 0;
             bits_add(&bits, q);
-            *slab_link(s, last) = q;
+            *(void **)((uint8_t *)last + link_off) = q;
             last = q;
             count++;
             ptrs[j] = NULL;
         }
         bits_flush(&bits);
         splice(h, s, p, last, count);
+        n = first_miss == SIZE_MAX ? 0 : first_miss + 1; /* skip what the chain consumed */
         while (n && !ptrs[n - 1])
             n--;
     }
