@@ -1,4 +1,5 @@
-/* Unit: the buddy allocator inside one pageblock. */
+/* Unit: the buddy allocator inside one pageblock, and the free-page states
+ * (dirty / lazy / clean) the purge layer keeps per page. */
 #include <sys/mman.h>
 
 #include "../src/page/block.h"
@@ -13,6 +14,75 @@ static unsigned count_free(struct block *b)
         CHECK(!!(b->order_mask & (1u << o)) == !!b->free_head[o]);
     }
     return n;
+}
+
+/* Reference: recount the state maps page by page. */
+static void check_counts(struct block *b)
+{
+    unsigned d = 0, l = 0;
+    for (unsigned i = 0; i < SL_BLOCK_PAGES; i++) {
+        d += (b->dirty[i / 64] >> (i % 64)) & 1;
+        l += (b->lazy[i / 64] >> (i % 64)) & 1;
+        CHECK(!(((b->dirty[i / 64] & b->lazy[i / 64]) >> (i % 64)) & 1)); /* never both */
+    }
+    CHECK_EQ(b->ndirty, d);
+    CHECK_EQ(b->nlazy, l);
+}
+
+static void test_states(struct block *b)
+{
+    CHECK_EQ(b->ndirty + b->nlazy, 0); /* a fresh block is all clean */
+    unsigned first, n;
+    CHECK_EQ(block_state_next(b, PS_DIRTY, 0, &first), 0);
+    /* spans across word boundaries, merged and split */
+    block_state_set(b, 60, 10, PS_DIRTY);   /* 60..69 */
+    block_state_set(b, 70, 60, PS_DIRTY);   /* 70..129: one span 60..129 */
+    block_state_set(b, 200, 300, PS_LAZY);  /* 200..499 */
+    check_counts(b);
+    CHECK_EQ(block_state_next(b, PS_DIRTY, 0, &first), 70);
+    CHECK_EQ(first, 60);
+    CHECK_EQ(block_state_next(b, PS_DIRTY, 130, &first), 0);
+    CHECK_EQ(block_state_next(b, PS_LAZY, 0, &first), 300);
+    CHECK_EQ(first, 200);
+    /* a state change in the middle splits a span */
+    block_state_set(b, 100, 4, PS_LAZY);
+    check_counts(b);
+    CHECK_EQ(block_state_next(b, PS_DIRTY, 0, &first), 40);
+    CHECK_EQ(first, 60);
+    CHECK_EQ(block_state_next(b, PS_DIRTY, 100, &first), 26);
+    CHECK_EQ(first, 104);
+    CHECK_EQ(block_state_next(b, PS_LAZY, 0, &first), 4);
+    CHECK_EQ(first, 100);
+    /* taking pages: clean only if none was dirty or lazy */
+    CHECK(block_state_take(b, 140, 50)); /* 140..189: clean */
+    CHECK(!block_state_take(b, 120, 30)); /* 120..129 were dirty */
+    check_counts(b);
+    CHECK_EQ(b->ndirty, 40 + 16); /* 60..99 and 104..119 */
+    /* a span that runs to the block's end */
+    n = block_state_next(b, PS_LAZY, 105, &first);
+    CHECK_EQ(first, 200);
+    CHECK_EQ(first + n, 500u);
+    block_state_set(b, 500, 12, PS_LAZY);
+    CHECK_EQ(block_state_next(b, PS_LAZY, 105, &first), 312);
+    CHECK_EQ(first + 312, (unsigned)SL_BLOCK_PAGES);
+    /* clean again: every bit gone */
+    block_state_set(b, BLOCK_HEADER_PAGES, BLOCK_USABLE_PAGES, PS_CLEAN);
+    check_counts(b);
+    CHECK_EQ(b->ndirty + b->nlazy, 0);
+    /* randomised against the reference */
+    unsigned long long seed = 5;
+    for (int i = 0; i < 20000; i++) {
+        unsigned a = BLOCK_HEADER_PAGES + (unsigned)(t_rand(&seed) % BLOCK_USABLE_PAGES);
+        unsigned len = 1 + (unsigned)(t_rand(&seed) % (SL_BLOCK_PAGES - a));
+        unsigned op = (unsigned)(t_rand(&seed) % 4);
+        if (op == 3)
+            block_state_take(b, a, len);
+        else
+            block_state_set(b, a, len, (enum page_state)op);
+    }
+    check_counts(b);
+    block_state_take(b, BLOCK_HEADER_PAGES, BLOCK_USABLE_PAGES);
+    CHECK_EQ(b->ndirty + b->nlazy, 0);
 }
 
 int main(void)
@@ -59,5 +129,6 @@ int main(void)
     block_give(b, r, 8);
     CHECK_EQ(b->free_pages, BLOCK_USABLE_PAGES);
     CHECK(!block_take_range(b, 2, 4)); /* header pages are never free */
+    test_states(b);
     return t_done("unit_block");
 }
