@@ -50,7 +50,8 @@ void slab_list_unlink(struct slab **head, struct slab *s)
     s->next = s->prev = NULL;
 }
 
-void slab_unlist(struct heap *h, struct slab *s)
+/* Take s off whichever list of h its state puts it on. */
+static void slab_unlist(struct heap *h, struct slab *s)
 {
     if (s->state == SLAB_PARTIAL)
         slab_list_unlink(heap_partial(h, s->cls), s);

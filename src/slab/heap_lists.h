@@ -9,8 +9,6 @@
 
 void slab_list_push(struct slab **head, struct slab *s);
 void slab_list_unlink(struct slab **head, struct slab *s);
-/* Take s off whichever list of h its state puts it on. */
-void slab_unlist(struct heap *h, struct slab *s);
 void slab_release(struct heap *h, struct slab *s, struct page_cache *pc);
 void take_notified(struct heap *h);
 void take_woken(struct heap *h, unsigned id);
