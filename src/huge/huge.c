@@ -27,8 +27,7 @@ static void advise_cached(struct huge *hd, uint64_t now)
     enum os_purge how = sl_opt.purge == PURGE_FREE ? OS_LAZY : OS_CLEAN;
     enum os_purge got = os_purge(hd->base, hd->map_size, how);
     bool lazy = got == OS_LAZY;
-    stat_add(stats_global, lazy ? STAT_madv_free_calls : STAT_madv_dontneed_calls, 1);
-    stat_add(stats_global, lazy ? STAT_madv_free_bytes : STAT_madv_dontneed_bytes, hd->map_size);
+    stat_madvise(lazy, hd->map_size);
     hd->state = lazy ? PS_LAZY : PS_CLEAN;
     hd->state_ms = now;
 }

@@ -120,10 +120,7 @@ static enum page_state advise(void *p, size_t bytes, enum page_state to)
 {
     enum os_purge got = os_purge(p, bytes, to == PS_LAZY ? OS_LAZY : OS_CLEAN);
     bool lazy = got == OS_LAZY;
-    atomic_fetch_add_explicit(&stats_global[lazy ? STAT_madv_free_calls : STAT_madv_dontneed_calls], 1,
-                              memory_order_relaxed);
-    atomic_fetch_add_explicit(&stats_global[lazy ? STAT_madv_free_bytes : STAT_madv_dontneed_bytes], bytes,
-                              memory_order_relaxed);
+    stat_madvise(lazy, bytes);
     return lazy ? PS_LAZY : PS_CLEAN;
 }
 

@@ -170,11 +170,11 @@ static void *reclaimer_main(void *arg)
             last_pressure = now;
             pressure = reclaimer_pressure() && page_purge_pending();
             if (pressure)
-                atomic_fetch_add_explicit(&stats_global[STAT_pressure_events], 1, memory_order_relaxed);
+                stat_add_shared(STAT_pressure_events, 1);
         }
         page_purge_decay(now, pressure);
         huge_purge_decay(now, pressure);
-        atomic_fetch_add_explicit(&stats_global[STAT_reclaimer_runs], 1, memory_order_relaxed);
+        stat_add_shared(STAT_reclaimer_runs, 1);
         if (!page_purge_pending())
             wait_ms(IDLE_SLEEP_MS);
     }

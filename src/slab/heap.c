@@ -25,7 +25,7 @@ void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
     if (h != &heap_empty)
         stat_add(h->stats, id, n);
     else
-        atomic_fetch_add_explicit(&stats_global[id], n, memory_order_relaxed);
+        stat_add_shared(id, n);
 }
 
 /* ---- slab lists -------------------------------------------------------- */

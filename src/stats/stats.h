@@ -65,6 +65,21 @@ sl_inline void stat_add(_Atomic uint64_t *c, enum sl_stat id, uint64_t n)
     st_relaxed(&c[id], ld_relaxed(&c[id]) + n);
 }
 
+/* Add to a global counter from any thread, with no lock (slow paths only:
+ * one atomic RMW). A counter is written either this way or under its
+ * layer's lock, never both. */
+sl_inline void stat_add_shared(enum sl_stat id, uint64_t n)
+{
+    atomic_fetch_add_explicit(&stats_global[id], n, memory_order_relaxed);
+}
+
+/* One madvise call of `bytes`, MADV_FREE (lazy) or MADV_DONTNEED. */
+sl_inline void stat_madvise(bool lazy, uint64_t bytes)
+{
+    stat_add_shared(lazy ? STAT_madv_free_calls : STAT_madv_dontneed_calls, 1);
+    stat_add_shared(lazy ? STAT_madv_free_bytes : STAT_madv_dontneed_bytes, bytes);
+}
+
 void stats_print(void); /* text summary to stderr, write(2) only */
 
 #endif
