@@ -96,6 +96,42 @@ uint64_t os_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+int os_open_high(const char *path)
+{
+    int saved = errno;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && fd < OS_HIGH_FD) {
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, OS_HIGH_FD);
+        if (high >= 0) {
+            close(fd);
+            fd = high;
+        }
+    }
+    errno = saved;
+    return fd;
+}
+
+long os_pread_file(int fd, char *buf, size_t cap)
+{
+    int saved = errno;
+    long n = 0;
+    ssize_t r = 0;
+    while ((size_t)n < cap - 1 && (r = pread(fd, buf + n, cap - 1 - (size_t)n, n)) > 0)
+        n += r;
+    buf[n] = 0;
+    if (n == 0 && r < 0)
+        n = -1;
+    errno = saved;
+    return n;
+}
+
+void os_close(int fd)
+{
+    int saved = errno;
+    close(fd);
+    errno = saved;
+}
+
 long os_read_file(const char *path, char *buf, size_t cap)
 {
     int saved = errno;

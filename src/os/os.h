@@ -22,6 +22,14 @@ enum os_purge os_purge(void *p, size_t size, enum os_purge how);
 uint64_t os_now_ms(void);                          /* monotonic, coarse */
 /* Read a small file whole into buf (NUL-terminated); length, or -1. */
 long os_read_file(const char *path, char *buf, size_t cap);
+/* For files read again and again (by a background thread): open once, on
+ * a descriptor moved above OS_HIGH_FD so that it never takes a low number
+ * a program expects from its own next open(); -1 on failure. Then read it
+ * whole from offset 0, as os_read_file does. */
+#define OS_HIGH_FD 1000
+int os_open_high(const char *path);
+long os_pread_file(int fd, char *buf, size_t cap);
+void os_close(int fd);
 void  os_futex_wait(_Atomic int *addr, int val);
 void  os_futex_wait_ms(_Atomic int *addr, int val, uint64_t ms); /* or until ms pass */
 void  os_futex_wake(_Atomic int *addr, int n);

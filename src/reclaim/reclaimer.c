@@ -42,11 +42,33 @@ static _Atomic int kicked; /* futex word: a big free wants the cap enforced */
 /* Where to read the cgroup's usage and limits: v2 (memory.current,
  * memory.high, memory.max, memory.pressure) or v1 (memory.usage_in_bytes,
  * memory.soft_limit_in_bytes, memory.limit_in_bytes); looked up once, by
- * the reclaimer thread only. */
+ * the reclaimer thread only. Each file is opened once, on a high
+ * descriptor (os_open_high), and reread in place. */
+enum { CG_USAGE, CG_LIMIT0, CG_LIMIT1, CG_PSI, CG_FILES };
 static struct {
     bool looked;
-    char usage[320], limit[2][320], psi[320];
+    char path[CG_FILES][320];
+    int fd[CG_FILES]; /* 0: not opened yet (a high descriptor is never 0) */
 } cg;
+
+/* Read cgroup file i whole; -1 if it is missing or unreadable. A
+ * descriptor that stopped working (a program that closed every fd after
+ * fork) is opened again once. */
+static long cg_read(int i, char *buf, size_t cap)
+{
+    if (!cg.path[i][0])
+        return -1;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (cg.fd[i] <= 0 && (cg.fd[i] = os_open_high(cg.path[i])) < 0)
+            return -1;
+        long n = os_pread_file(cg.fd[i], buf, cap);
+        if (n > 0)
+            return n;
+        os_close(cg.fd[i]);
+        cg.fd[i] = 0;
+    }
+    return -1;
+}
 
 static uint64_t parse_u64(const char *s, bool *ok)
 {
@@ -57,13 +79,13 @@ static uint64_t parse_u64(const char *s, bool *ok)
     return v;
 }
 
-/* A number from a one-line file; false for "max", a missing file, or a v1
- * "unlimited" (close to 2^63). */
-static bool read_u64(const char *path, uint64_t *v)
+/* A number from a one-line cgroup file; false for "max", a missing file,
+ * or a v1 "unlimited" (close to 2^63). */
+static bool read_u64(int i, uint64_t *v)
 {
     char buf[64];
     bool ok;
-    if (!path[0] || os_read_file(path, buf, sizeof buf) <= 0)
+    if (cg_read(i, buf, sizeof buf) <= 0)
         return false;
     *v = parse_u64(buf, &ok);
     return ok && *v < ((uint64_t)1 << 60);
@@ -84,7 +106,7 @@ static void find_cgroup(void)
 {
     char buf[1024];
     cg.looked = true;
-    strcpy(cg.psi, "/proc/pressure/memory");
+    strcpy(cg.path[CG_PSI], "/proc/pressure/memory");
     if (os_read_file("/proc/self/cgroup", buf, sizeof buf) <= 0)
         return;
     for (char *line = buf; line && *line;) {
@@ -101,20 +123,20 @@ static void find_cgroup(void)
             if (!*ctl) { /* v2 */
                 join(probe, "/sys/fs/cgroup", path, "/memory.current");
                 if (!access(probe, R_OK)) {
-                    strcpy(cg.usage, probe);
-                    join(cg.limit[0], "/sys/fs/cgroup", path, "/memory.high");
-                    join(cg.limit[1], "/sys/fs/cgroup", path, "/memory.max");
+                    strcpy(cg.path[CG_USAGE], probe);
+                    join(cg.path[CG_LIMIT0], "/sys/fs/cgroup", path, "/memory.high");
+                    join(cg.path[CG_LIMIT1], "/sys/fs/cgroup", path, "/memory.max");
                     join(probe, "/sys/fs/cgroup", path, "/memory.pressure");
                     if (!access(probe, R_OK))
-                        strcpy(cg.psi, probe);
+                        strcpy(cg.path[CG_PSI], probe);
                     return;
                 }
             } else if (strstr(ctl, "memory")) { /* v1 */
                 join(probe, "/sys/fs/cgroup/memory", path, "/memory.usage_in_bytes");
                 if (!access(probe, R_OK)) {
-                    strcpy(cg.usage, probe);
-                    join(cg.limit[0], "/sys/fs/cgroup/memory", path, "/memory.soft_limit_in_bytes");
-                    join(cg.limit[1], "/sys/fs/cgroup/memory", path, "/memory.limit_in_bytes");
+                    strcpy(cg.path[CG_USAGE], probe);
+                    join(cg.path[CG_LIMIT0], "/sys/fs/cgroup/memory", path, "/memory.soft_limit_in_bytes");
+                    join(cg.path[CG_LIMIT1], "/sys/fs/cgroup/memory", path, "/memory.limit_in_bytes");
                 }
             }
         }
@@ -127,15 +149,15 @@ bool reclaimer_pressure(void)
     if (!cg.looked)
         find_cgroup();
     uint64_t cur, limit = UINT64_MAX, v;
-    if (read_u64(cg.usage, &cur)) {
-        for (int i = 0; i < 2; i++)
-            if (read_u64(cg.limit[i], &v) && v < limit)
+    if (read_u64(CG_USAGE, &cur)) {
+        for (int i = CG_LIMIT0; i <= CG_LIMIT1; i++)
+            if (read_u64(i, &v) && v < limit)
                 limit = v;
         if (limit != UINT64_MAX && (cur >= limit || limit - cur < limit / 8))
             return true;
     }
     char buf[256];
-    if (os_read_file(cg.psi, buf, sizeof buf) > 0) {
+    if (cg_read(CG_PSI, buf, sizeof buf) > 0) {
         char *p = strstr(buf, "avg10=");
         bool ok;
         if (p && parse_u64(p + 6, &ok) >= PRESSURE_PSI && ok)
