@@ -6,10 +6,10 @@
  *     DIRTY_MIN_PAGES), enforced once per decay tick (largest spans first,
  *     down to the cap, in blocks with no new dirty page for a tick), and at
  *     once past DIRTY_BURST times the cap (a big free): by the reclaimer,
- *     woken for it, or by the freeing thread if there is no reclaimer. Enforcing it on every free
- *     made a program that frees and reallocates more than the cap per
- *     cycle advise and re-fault the same pages over and over (measured:
- *     139,000 MADV_FREE calls, 2x the time, on bench/sizes).
+ *     woken for it, or by the freeing thread if there is no reclaimer.
+ *     Enforcing it on every free made a program that frees and reallocates
+ *     more than the cap per cycle advise the same pages over and over
+ *     (measured: 139,000 MADV_FREE calls, 2x the time, on bench/sizes).
  *     SLUICE_DIRTY_DECAY_MS=0 purges every freed run before its pages go
  *     back on the free lists.
  *   - Decay: a block's dirty pages are purged once the block has seen no
@@ -20,13 +20,13 @@
  *   - Spans: maximal runs of pages in one state, coalesced across buddy
  *     chunks, largest first, one madvise each; a wholly free block is one
  *     span (one call; its clean pages are then counted in the new state).
- *     A wholly free block beyond the number kept is unmapped, not advised,
- *     when it would become clean.
+ *     Wholly free blocks beyond the number kept are unmapped by the page
+ *     heap as they come free (page.c, relink); one purged to clean while
+ *     over that number is unmapped rather than advised.
  * Mechanism: spans are taken off the free lists under the lock, advised
  *   outside it, and given back in their new state, so madvise never runs
  *   under the page heap lock and never races an allocation.
  */
-#include <errno.h>
 
 #include "../options/options.h"
 #include "../os/os.h"
