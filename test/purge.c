@@ -221,6 +221,32 @@ static void scenario_fork(void)
     sl_free(p);
 }
 
+/* SLUICE_RECLAIMER=0: no thread; nothing decays while the program sleeps,
+ * and its own allocation slow paths run the decay once it works again. */
+static void scenario_no_thread(void)
+{
+    fill_and_thin();
+    sleep_ms(500);
+    CHECK_EQ(sl_stat("reclaimer_runs"), 0);
+    CHECK(sl_stat("dirty_bytes") + sl_stat("lazy_bytes") > 0);
+#if SL_OVERRIDE /* a sanitizer runs threads of its own */
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : 0;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    CHECK(strstr(buf, "Threads:\t1\n") != NULL); /* still single-threaded */
+#endif
+    for (int i = 0; i < 40 && sl_stat("lazy_bytes"); i++) {
+        void *p = sl_malloc(300000); /* a page-heap slow path */
+        sl_free(p);
+        sleep_ms(50);
+    }
+    CHECK(sl_stat("madv_dontneed_calls") > 0);
+    CHECK_EQ(sl_stat("lazy_bytes"), 0);
+}
+
 /* Threads churn medium runs and small objects while the reclaimer purges
  * with 1 ms decays (ThreadSanitizer watches the page layer here). */
 static void *churn(void *arg)
@@ -344,6 +370,8 @@ int main(int argc, char **argv)
             scenario_fork();
         else if (!strcmp(s, "threads"))
             scenario_threads();
+        else if (!strcmp(s, "no_thread"))
+            scenario_no_thread();
         else if (!strcmp(s, "pressure"))
             scenario_pressure(argv[2], !strcmp(argv[3], "v2"));
         return t_done(s);
@@ -373,6 +401,9 @@ int main(int argc, char **argv)
     CHECK(run(self, "at_once", at_once_free));
     CHECK(run(self, "fork", fast_free));
     CHECK(run(self, "threads", tiny));
+    static const char *const no_thread[] = { "SLUICE_RECLAIMER", "0", "SLUICE_DIRTY_DECAY_MS", "100",
+                                             "SLUICE_LAZY_DECAY_MS", "300", NULL };
+    CHECK(run(self, "no_thread", no_thread));
     const char *cg = make_cgroup();
     if (!cg) {
         printf("purge: pressure test skipped: cannot create a memory cgroup under /sys/fs/cgroup "

@@ -17,7 +17,9 @@
     X(dirty_decay_ms, "SLUICE_DIRTY_DECAY_MS", 1000, parse_long,                                    \
       "ms freed memory stays dirty (resident) before it is purged; 0: at once")                   \
     X(lazy_decay_ms, "SLUICE_LAZY_DECAY_MS", 10000, parse_long,                                     \
-      "ms lazily freed (MADV_FREE) memory stays lazy before it is made clean")
+      "ms lazily freed (MADV_FREE) memory stays lazy before it is made clean")                     \
+    X(reclaimer, "SLUICE_RECLAIMER", 1, parse_long,                                                 \
+      "0: no background thread; allocation slow paths still run the decay")
 
 /* SLUICE_PURGE: MADV_FREE then, after the lazy decay, MADV_DONTNEED; or
  * MADV_DONTNEED at once; or nothing (free pageblocks are still unmapped). */

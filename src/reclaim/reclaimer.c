@@ -205,7 +205,7 @@ static void *reclaimer_main(void *arg)
 
 static void reclaimer_start(void)
 {
-    if (sl_opt.purge == PURGE_OFF || atomic_exchange(&running, 1))
+    if (sl_opt.purge == PURGE_OFF || !sl_opt.reclaimer || atomic_exchange(&running, 1))
         return;
     sigset_t all, old;
     sigfillset(&all);
