@@ -99,7 +99,6 @@ sl_cache_t *sl_cache_create(const char *name, size_t size, size_t align, unsigne
         .pages = (uint16_t)slab_pages_for(stride),
         .link_off = (uint16_t)link_off,
         .type = (flags & SL_CACHE_RECLAIMABLE) ? PB_RECLAIM : PB_SLAB,
-        .obj_size = (uint32_t)size,
         .ctor = ctor,
         .name = c->name,
     };

@@ -144,7 +144,8 @@ static void find_cgroup(void)
     }
 }
 
-bool reclaimer_pressure(void)
+/* Is the process short of memory (cgroup headroom, PSI)? */
+static bool reclaimer_pressure(void)
 {
     if (!cg.looked)
         find_cgroup();

@@ -6,7 +6,5 @@
 
 void reclaimer_init(void); /* at library load: let the page layer start it */
 void reclaimer_fork_child(void);
-/* Is the process short of memory (cgroup headroom, PSI)? */
-bool reclaimer_pressure(void);
 
 #endif

@@ -12,7 +12,7 @@ void slab_geom_init(void)
 {
     for (unsigned c = 0; c < SL_NCLASSES; c++)
         slab_geom[c] = (struct slab_geom){ .size = class_size[c], .pages = class_pages[c], .type = PB_SLAB,
-                                           .key = 1, .obj_size = class_size[c] };
+                                           .key = 1 };
 }
 
 void slab_init(struct slab *s, struct heap *owner, unsigned id)

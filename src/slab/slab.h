@@ -50,7 +50,6 @@ struct slab_geom {
     uint16_t link_off; /* where a free object keeps its link */
     uint8_t type;      /* enum pb_type of the blocks its slabs come from */
     uint32_t key;
-    uint32_t obj_size; /* what the user asked for (usable size) */
     void (*ctor)(void *);
     const char *name; /* user caches; NULL for the malloc classes */
 };
