@@ -83,6 +83,14 @@ SL_API void sl_cache_destroy(sl_cache_t *c);
  * malloc_trim(0) does the same. */
 SL_API void sl_purge(void);
 
+/* Walk every structure of the allocator and check every invariant (free
+ * lists, buddy orders, run kinds against the lists and caches that hold
+ * them, live-object bitmaps against slab counts, free-page states against
+ * their counts, the pagemap against pageblocks and huge mappings). Call it
+ * while other threads are not allocating. Returns 0, or prints one line
+ * naming the broken invariant and aborts. */
+SL_API int sl_check(void);
+
 /* Statistics. A name is a counter ("alloc_small", "free_remote",
  * "extfrag", ...) or a gauge ("blocks", "huge_live_bytes",
  * "mapped_bytes", ...); sl_stat_name(i) lists them all, NULL past the end.

@@ -299,5 +299,6 @@ int main(void)
 #if SL_OVERRIDE
     test_glibc_extensions();
 #endif
+    CHECK(sl_check() == 0);
     return t_done("api");
 }

@@ -121,6 +121,7 @@ static void test_remote(void)
         pthread_join(t, NULL);
         CHECK(sl_stat("free_remote") >= remote + N);
         CHECK(sl_stat("free_remote") + sl_stat("free_small") >= remote + local + 2 * N);
+        CHECK(sl_check() == 0);
     }
     /* concurrently: two threads free each other's objects in bulk */
     static void *mine[N], *theirs[N];
@@ -134,7 +135,7 @@ static void test_remote(void)
     sl_free_bulk(theirs, N);
     pthread_join(t, NULL);
     sl_purge();
-    CHECK(1);
+    CHECK(sl_check() == 0);
 }
 
 int main(void)

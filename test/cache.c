@@ -348,6 +348,7 @@ static void test_threads(void)
     atomic_store(&churn_stop, 1);
     pthread_join(ch, NULL);
     CHECK_EQ(worker_bad, 0);
+    CHECK(sl_check() == 0);
     /* the exited threads' objects: free some here, destroy the rest */
     size_t still = 0;
     for (int id = 0; id < NTHREADS; id++)
@@ -395,5 +396,6 @@ int main(void)
     test_bulk();
     test_threads();
     test_fork();
+    CHECK(sl_check() == 0);
     return t_done("cache");
 }

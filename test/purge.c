@@ -126,8 +126,20 @@ static void check_near_live(size_t live, const char *when)
 #endif
 }
 
+/* The reclaimer thread starts (SLUICE_RECLAIMER=auto) once the program
+ * has a thread of its own: one that has come and gone is enough. */
+static void *nothing(void *arg) { return arg; }
+static void become_threaded(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, nothing, NULL);
+    pthread_join(t, NULL);
+}
+
 static void scenario_decay(void)
 {
+    if (!getenv("SLUICE_RECLAIMER"))
+        become_threaded();
     uint64_t before = held();
     size_t live = fill_and_thin();
     (void)before;
@@ -197,6 +209,7 @@ static void scenario_at_once(void)
 /* The reclaimer runs in a fork child too (it is started again there). */
 static void scenario_fork(void)
 {
+    become_threaded();
     char *p = sl_malloc(30u << 20);
     sl_free(sl_malloc(1u << 20)); /* starts the reclaimer in the parent */
     sleep_ms(100);
@@ -221,8 +234,10 @@ static void scenario_fork(void)
     sl_free(p);
 }
 
-/* SLUICE_RECLAIMER=0: no thread; nothing decays while the program sleeps,
- * and its own allocation slow paths run the decay once it works again. */
+/* A single-threaded program (SLUICE_RECLAIMER=auto, the default) or
+ * SLUICE_RECLAIMER=off: no thread; nothing decays while the program
+ * sleeps, and its own allocation slow paths run the decay once it works
+ * again. */
 static void scenario_no_thread(void)
 {
     fill_and_thin();
@@ -282,6 +297,7 @@ static void scenario_threads(void)
  * clean at once. */
 static void scenario_pressure(const char *cg, bool v2)
 {
+    become_threaded(); /* pressure is watched by the reclaimer thread */
     for (int i = 0; i < 512; i++) {
         runs[i] = sl_malloc(128 << 10);
         memset(runs[i], 4, 128 << 10);
@@ -401,9 +417,14 @@ int main(int argc, char **argv)
     CHECK(run(self, "at_once", at_once_free));
     CHECK(run(self, "fork", fast_free));
     CHECK(run(self, "threads", tiny));
-    static const char *const no_thread[] = { "SLUICE_RECLAIMER", "0", "SLUICE_DIRTY_DECAY_MS", "100",
+    static const char *const no_thread[] = { "SLUICE_RECLAIMER", "off", "SLUICE_DIRTY_DECAY_MS", "100",
                                              "SLUICE_LAZY_DECAY_MS", "300", NULL };
+    static const char *const single[] = { "SLUICE_DIRTY_DECAY_MS", "100", "SLUICE_LAZY_DECAY_MS", "300", NULL };
+    static const char *const forced[] = { "SLUICE_RECLAIMER", "on", "SLUICE_DIRTY_DECAY_MS", "100",
+                                          "SLUICE_LAZY_DECAY_MS", "300", NULL };
     CHECK(run(self, "no_thread", no_thread));
+    CHECK(run(self, "no_thread", single)); /* the default keeps a single-threaded program so */
+    CHECK(run(self, "decay", forced));     /* unless asked: then the thread runs the decay */
     const char *cg = make_cgroup();
     if (!cg) {
         printf("purge: pressure test skipped: cannot create a memory cgroup under /sys/fs/cgroup "

@@ -135,6 +135,7 @@ int main(void)
             while ((p = q_pop(&queues[i])))
                 obj_free(p);
         }
+        CHECK(sl_check() == 0); /* between rounds: every invariant holds */
     }
     CHECK_EQ(corrupt, 0);
 
@@ -157,6 +158,7 @@ int main(void)
     CHECK(sl_stat("heap_reuse") >= 290);
     /* reclaim: after everything is freed and purged, no slab is left in use */
     sl_purge();
+    CHECK(sl_check() == 0);
     CHECK(sl_stat("slab_release") > 0);
     CHECK(sl_stat("free_remote") > 0);
     return t_done("stress_threads");

@@ -6,12 +6,26 @@
  * constructor, not from inside malloc, since pthread_atfork may allocate).
  *
  * Lock order, taken in this order by the fork prepare handler:
+ *   0 glibc's stdio list lock (_IO_list_lock), when the process has threads
  *   1 heaps_lock (heaps.c)  2 huge_lock (huge.c)  3 purge_lock (purge.c)
  *   4 page heap lock (page.c)  5 meta_lock (meta.c)
  * The child resets them all, orphans every other thread's heap, and lets
  * the reclaimer thread start again when it is needed.
+ *
+ * Why the stdio lock first: glibc's fork runs the atfork prepare handlers,
+ * then takes the stdio list lock, then its own malloc locks, in that order,
+ * because stdio calls malloc with a FILE locked (getline) while fflush(NULL)
+ * holds the list lock and waits for that FILE. A drop-in malloc that held
+ * its locks from a prepare handler while fork waited for the list lock
+ * would close the cycle (glibc's tst-malloc-fork-deadlock). So the prepare
+ * handler takes the list lock itself, before sluice's locks: glibc's own
+ * order. The lock is recursive, so fork's own take of it then nests. In
+ * the parent glibc drops its hold and ours is dropped here; in the child
+ * glibc resets the lock (and it is reset here too, in case glibc judged
+ * the process single-threaded and took nothing).
  */
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "../base/lock.h"
 #include "../huge/huge.h"
@@ -22,8 +36,19 @@
 #include "../slab/heap.h"
 #include "../stats/stats.h"
 
+/* glibc's exported stdio list lock; weak, so another libc runs without. */
+extern void _IO_list_lock(void) __attribute__((weak));
+extern void _IO_list_unlock(void) __attribute__((weak));
+extern void _IO_list_resetlock(void) __attribute__((weak));
+extern char __libc_single_threaded __attribute__((weak));
+static bool stdio_locked; /* by the forking thread, prepare to parent/child */
+
 static void fork_prepare(void)
 {
+    stdio_locked = _IO_list_lock && _IO_list_unlock && _IO_list_resetlock &&
+                   !(&__libc_single_threaded && __libc_single_threaded);
+    if (stdio_locked)
+        _IO_list_lock();
     st_relaxed(&lock_fork_active, 1);
     heap_fork_prepare();
     huge_fork_prepare();
@@ -40,6 +65,8 @@ static void fork_parent(void)
     huge_fork_parent();
     heap_fork_parent();
     st_relaxed(&lock_fork_active, 0);
+    if (stdio_locked)
+        _IO_list_unlock();
 }
 
 static void fork_child(void)
@@ -51,6 +78,8 @@ static void fork_child(void)
     huge_fork_child();
     heap_fork_child();
     st_relaxed(&lock_fork_active, 0);
+    if (stdio_locked)
+        _IO_list_resetlock();
 }
 
 /* Referenced from malloc.c so that a static link (libsluice.a), which takes

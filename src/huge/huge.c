@@ -10,6 +10,7 @@
 #include "../meta/meta.h"
 #include "../options/options.h"
 #include "../os/os.h"
+#include "../page/page.h"
 #include "../pagemap/pagemap.h"
 #include "../stats/stats.h"
 
@@ -24,11 +25,7 @@ static size_t cache_bytes, cache_count, live_bytes, live_count;
  * rare enough that the call may run under it). */
 static void advise_cached(struct huge *hd, uint64_t now)
 {
-    enum os_purge how = sl_opt.purge == PURGE_FREE ? OS_LAZY : OS_CLEAN;
-    enum os_purge got = os_purge(hd->base, hd->map_size, how);
-    bool lazy = got == OS_LAZY;
-    stat_madvise(lazy, hd->map_size);
-    hd->state = lazy ? PS_LAZY : PS_CLEAN;
+    hd->state = page_advise(hd->base, hd->map_size, sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN);
     hd->state_ms = now;
 }
 
@@ -259,6 +256,49 @@ void huge_gauges(struct huge_gauges *g)
         else if (hd->state == PS_LAZY)
             g->lazy_bytes += hd->map_size;
     }
+    lock_release(&huge_lock);
+}
+
+/* sl_check's part: every cached mapping is not live, whole granules, and
+ * owns its pagemap entries; every huge pagemap entry lies inside its
+ * descriptor's mapping; the live and cached byte counts add up. */
+struct huge_walk {
+    size_t live_bytes, cached_granules;
+};
+
+static void huge_visit(uintptr_t granule, uintptr_t e, void *arg)
+{
+    struct huge_walk *w = arg;
+    if (!(e & PM_HUGE))
+        return;
+    struct huge *hd = (struct huge *)(e & ~(uintptr_t)PM_KIND_MASK);
+    if (granule < (uintptr_t)hd->base || granule >= (uintptr_t)hd->base + hd->map_size)
+        sl_fatal("sl_check: huge pagemap entry outside its mapping: granule", (void *)granule, NULL, 0);
+    if (hd->live)
+        w->live_bytes += SL_BLOCK;
+    else
+        w->cached_granules++;
+}
+
+void huge_check_all(void)
+{
+    lock_acquire(&huge_lock);
+    size_t bytes = 0, count = 0;
+    for (struct huge *hd = cache; hd; hd = hd->next) {
+        if (hd->live || !hd->map_size || (hd->map_size & (SL_BLOCK - 1)) || hd->state > PS_CLEAN ||
+            ++count > cache_count)
+            sl_fatal("sl_check: huge cache entry broken:", hd->base, "bytes", hd->map_size);
+        for (size_t off = 0; off < hd->map_size; off += SL_BLOCK)
+            if (pagemap_get((uintptr_t)hd->base + off) != ((uintptr_t)hd | PM_HUGE))
+                sl_fatal("sl_check: cached huge mapping lost its pagemap entry:", hd->base + off, NULL, 0);
+        bytes += hd->map_size;
+    }
+    if (count != cache_count || bytes != cache_bytes)
+        sl_fatal("sl_check: huge cache counts wrong: counted", NULL, "bytes", bytes);
+    struct huge_walk w = { 0, 0 };
+    pagemap_walk(huge_visit, &w);
+    if (w.live_bytes != live_bytes || w.cached_granules * SL_BLOCK != cache_bytes)
+        sl_fatal("sl_check: huge live bytes wrong: the pagemap has", NULL, "bytes", w.live_bytes);
     lock_release(&huge_lock);
 }
 

@@ -47,6 +47,7 @@ struct huge_gauges {
     size_t live_bytes, cached_bytes, count, dirty_bytes, lazy_bytes;
 };
 void huge_gauges(struct huge_gauges *g);
+void huge_check_all(void); /* sl_check's part; aborts on a broken invariant */
 void huge_fork_prepare(void);
 void huge_fork_parent(void);
 void huge_fork_child(void);

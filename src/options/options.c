@@ -36,6 +36,17 @@ static long parse_purge(const char *s, long def)
     return def;
 }
 
+/* "off" | "auto" | "on", or 0 | 1 | 2 */
+static long parse_reclaimer(const char *s, long def)
+{
+    static const char *const names[] = { [RECLAIMER_OFF] = "off", [RECLAIMER_AUTO] = "auto", [RECLAIMER_ON] = "on" };
+    for (long i = 0; i < 3; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    long v = parse_long(s, -1);
+    return v >= 0 && v <= 2 ? v : def;
+}
+
 void options_init(void)
 {
     if (atomic_exchange(&options_done, 1))

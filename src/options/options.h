@@ -18,12 +18,17 @@
       "ms freed memory stays dirty (resident) before it is purged; 0: at once")                   \
     X(lazy_decay_ms, "SLUICE_LAZY_DECAY_MS", 10000, parse_long,                                     \
       "ms lazily freed (MADV_FREE) memory stays lazy before it is made clean")                     \
-    X(reclaimer, "SLUICE_RECLAIMER", 1, parse_long,                                                 \
-      "0: no background thread; allocation slow paths still run the decay")
+    X(reclaimer, "SLUICE_RECLAIMER", RECLAIMER_AUTO, parse_reclaimer,                               \
+      "auto | on | off: the background reclaimer thread starts once the program has threads of its "  \
+      "own (auto), whenever there is memory to decay (on), or never (off)")
 
 /* SLUICE_PURGE: MADV_FREE then, after the lazy decay, MADV_DONTNEED; or
  * MADV_DONTNEED at once; or nothing (free pageblocks are still unmapped). */
 enum purge_mode { PURGE_FREE, PURGE_DONTNEED, PURGE_OFF };
+/* SLUICE_RECLAIMER: a drop-in malloc must not make a single-threaded
+ * program multi-threaded, so by default the thread waits for the
+ * program's own second thread; slow paths run the decay until then. */
+enum reclaimer_mode { RECLAIMER_OFF, RECLAIMER_AUTO, RECLAIMER_ON };
 
 struct sl_options {
 #define X(field, env, def, parse, text) long field;

@@ -2,9 +2,12 @@
  *
  * Invariants: errno is preserved by every call that succeeds (a successful
  * malloc must leave errno alone), and set to ENOMEM by a failed mapping.
+ * In test builds (fault.h) mmap, mremap and madvise can be made to fail.
  */
 #define _GNU_SOURCE
 #include "os.h"
+
+#include "fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +20,9 @@
 void *os_map(size_t size)
 {
     int saved = errno;
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = config_fault && fault_hit(FAULT_MMAP)
+                  ? MAP_FAILED
+                  : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;
@@ -57,7 +62,8 @@ int os_unmap(void *p, size_t size)
 void *os_remap(void *p, size_t old_size, size_t new_size, void *fixed)
 {
     int saved = errno;
-    void *q = fixed ? mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, fixed)
+    void *q = config_fault && fault_hit(FAULT_MREMAP) ? MAP_FAILED
+              : fixed ? mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, fixed)
                     : mremap(p, old_size, new_size, 0);
     errno = saved;
     return q == MAP_FAILED ? NULL : q;
@@ -66,7 +72,7 @@ void *os_remap(void *p, size_t old_size, size_t new_size, void *fixed)
 static int advise(void *p, size_t size, int advice)
 {
     int saved = errno;
-    int r = madvise(p, size, advice) ? errno : 0;
+    int r = config_fault && fault_hit(FAULT_MADVISE) ? EAGAIN : madvise(p, size, advice) ? errno : 0;
     errno = saved;
     return r;
 }
@@ -81,12 +87,11 @@ enum os_purge os_purge(void *p, size_t size, enum os_purge how)
     if (how == OS_LAZY && !ld_relaxed(&madv_free_refused)) {
         int r = advise(p, size, MADV_FREE);
         if (r != EINVAL)
-            return OS_LAZY;
+            return r ? OS_NONE : OS_LAZY;
         st_relaxed(&madv_free_refused, 1); /* kernel before 4.5, or a mapping it refuses */
     }
 #endif
-    advise(p, size, MADV_DONTNEED);
-    return OS_CLEAN;
+    return advise(p, size, MADV_DONTNEED) ? OS_NONE : OS_CLEAN;
 }
 
 uint64_t os_now_ms(void)

@@ -15,9 +15,10 @@ void *os_remap(void *p, size_t old_size, size_t new_size, void *fixed); /* NULL 
 int   os_huge(void *p, size_t size);                /* MADV_HUGEPAGE */
 /* Give pages back: MADV_FREE (lazy: the kernel takes them when it needs
  * them; falls back to MADV_DONTNEED, for good, where the kernel refuses it)
- * or MADV_DONTNEED (clean: they read as zero). Returns the advice used:
- * OS_LAZY or OS_CLEAN. */
-enum os_purge { OS_LAZY = 1, OS_CLEAN = 2 };
+ * or MADV_DONTNEED (clean: they read as zero). Returns the advice that
+ * took effect: OS_LAZY or OS_CLEAN, or OS_NONE if the kernel refused (the
+ * pages are as they were: dirty, and must not be counted clean). */
+enum os_purge { OS_NONE = 0, OS_LAZY = 1, OS_CLEAN = 2 };
 enum os_purge os_purge(void *p, size_t size, enum os_purge how);
 uint64_t os_now_ms(void);                          /* monotonic, coarse */
 /* Read a small file whole into buf (NUL-terminated); length, or -1. */

@@ -63,7 +63,7 @@ static void list_link(struct block *b, uint8_t list)
 static void set_type(struct block *b, enum pb_type type)
 {
     heap.blocks_by_type[b->type]--;
-    b->type = (uint8_t)type;
+    __atomic_store_n(&b->type, (uint8_t)type, __ATOMIC_RELAXED); /* page_free reads it unlocked */
     heap.blocks_by_type[type]++;
 }
 
@@ -200,10 +200,25 @@ static void give_locked(void *run, enum page_state st)
     relink(b);
 }
 
-static int cache_type(enum pb_type type) { return type == PB_SLAB ? 0 : type == PB_RUN ? 1 : -1; }
+/* Which stack of the page cache a run of head kind `kind` in a block of
+ * type `type` belongs on, or -1 if it is not cached. A stack holds one kind
+ * only, so a run handed out from it already carries the kind its new holder
+ * asked for: the kind is derived from the run itself, never from the block,
+ * whose type may have changed (a fallback re-types a block that still holds
+ * runs). A run whose block is no longer of its kind's own type goes back to
+ * the shared heap instead, so that the cache does not keep pieces of a
+ * re-typed block apart from it. */
+static int cache_stack(enum pb_type type, enum page_kind kind)
+{
+    if (type == PB_SLAB && kind == PG_SLAB)
+        return 0;
+    if (type == PB_RUN && kind == PG_RUN)
+        return 1;
+    return -1;
+}
 
 /* Refill the cache for (type, n) with a batch taken under one lock. A
- * cached run keeps its head kind (PG_SLAB for PB_SLAB, PG_RUN for PB_RUN):
+ * cached run keeps its head kind (stack 0: PG_SLAB, stack 1: PG_RUN):
  * descriptors are only ever written under the lock or by a live run's
  * owner, so the buddy code of other threads never races with a write. */
 static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum pb_type type, unsigned n,
@@ -240,13 +255,13 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
         errno = ENOMEM;
         return NULL;
     }
-    int ct = cache_type(type);
+    int ct = cache_stack(type, kind);
     unsigned n = (unsigned)npages;
     if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES && align_pages <= 1) {
         if (pc->count[ct][n]) {
             void *r = pc->runs[ct][n][--pc->count[ct][n]];
             pc->pages -= n;
-            return r; /* its head kind was set under the lock and never changes */
+            return r; /* of `kind`: a stack holds one kind (cache_stack) */
         }
         void *r = pcache_refill_slow(pc, ct, type, n, kind);
         if (!r)
@@ -292,7 +307,8 @@ void page_free(struct page_cache *pc, void *run)
 {
     struct page *pg = page_of(run);
     unsigned n = pg->h.npages;
-    int ct = cache_type((enum pb_type)block_of(run)->type);
+    int ct = cache_stack((enum pb_type)__atomic_load_n(&block_of(run)->type, __ATOMIC_RELAXED),
+                         (enum page_kind)pg->h.kind);
     /* purging at once (SLUICE_DIRTY_DECAY_MS=0) means no run is parked */
     if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES && !purge_at_once()) {
         if (pc->count[ct][n] == PCACHE_DEPTH)

@@ -56,19 +56,30 @@ void page_gauges(struct page_gauges *g);
  * age (memory pressure). page_purge_all: everything free becomes clean and
  * every wholly free pageblock is unmapped (sl_purge). */
 void page_purge_decay(uint64_t now_ms, bool force);
+/* madvise [p, p + bytes) towards `to` (PS_LAZY or PS_CLEAN), counted in the
+ * stats; returns the state the pages are in now (PS_DIRTY if refused). */
+enum page_state page_advise(void *p, size_t bytes, enum page_state to);
 void page_purge_all(void);
 bool page_purge_pending(void); /* any dirty or lazy pages? */
 void purge_fork_prepare(void);  /* lock order: before page_fork_prepare */
 void purge_fork_parent(void);
 void purge_fork_child(void);
-/* Hooks for the reclaimer (called outside every lock): start, the first
- * time there is something to decay, so the thread is started lazily; and
+/* Hooks for the reclaimer (called outside every lock): start, when there
+ * is something to decay, so the thread is started lazily (it returns false
+ * to be asked again later, true once it is settled either way); and
  * kick, when a big free leaves dirty pages far over the cap: it returns
  * true if the reclaimer will purge them (the freeing thread does it
  * itself otherwise). */
-void page_set_reclaimer_hooks(void (*start)(void), bool (*kick)(void));
+void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void));
 /* Purge dirty pages down to the cap now (the reclaimer, when kicked). */
 void page_purge_cap(void);
+
+/* sl_check's part for the page layer (page_check.c): checks every
+ * pageblock and hands each allocated run's head to run (both locks held);
+ * reports and aborts on the first broken invariant. */
+void page_check(void (*run)(struct page *head, void *arg), void *arg);
+/* Each allocated run's head, for the statistics (page heap lock held). */
+void page_walk_runs(void (*fn)(struct page *head, void *arg), void *arg);
 
 void page_fork_prepare(void);
 void page_fork_parent(void);

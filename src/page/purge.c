@@ -42,12 +42,12 @@
  * inherits a span in flight. Order: after heaps_lock and huge_lock,
  * before the page heap lock. */
 static sl_lock purge_lock = SL_LOCK_INIT;
-static void (*start_hook)(void);
+static bool (*start_hook)(void);
 static bool (*kick_hook)(void);
 static _Atomic int hook_fired;
 static _Atomic uint64_t last_decay_ms;
 
-void page_set_reclaimer_hooks(void (*start)(void), bool (*kick)(void))
+void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void))
 {
     start_hook = start;
     kick_hook = kick;
@@ -115,10 +115,15 @@ bool pages_take(struct block *b, unsigned first, unsigned n)
 
 bool purge_at_once(void) { return sl_opt.purge != PURGE_OFF && sl_opt.dirty_decay_ms == 0; }
 
-/* madvise one range, count it, and say what state its pages are in now. */
-static enum page_state advise(void *p, size_t bytes, enum page_state to)
+/* madvise one range, count it, and say what state its pages are in now:
+ * still dirty if the kernel refused the advice. */
+enum page_state page_advise(void *p, size_t bytes, enum page_state to)
 {
     enum os_purge got = os_purge(p, bytes, to == PS_LAZY ? OS_LAZY : OS_CLEAN);
+    if (got == OS_NONE) {
+        stat_add_shared(STAT_madv_failed, 1);
+        return PS_DIRTY;
+    }
     bool lazy = got == OS_LAZY;
     stat_madvise(lazy, bytes);
     return lazy ? PS_LAZY : PS_CLEAN;
@@ -126,7 +131,7 @@ static enum page_state advise(void *p, size_t bytes, enum page_state to)
 
 enum page_state purge_range(void *p, size_t bytes)
 {
-    return advise(p, bytes, sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN);
+    return page_advise(p, bytes, sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN);
 }
 
 /* Header pages a span leaves idle. The live-object bitmap has one page per
@@ -146,7 +151,7 @@ static unsigned span_start(unsigned first) { return first == BLOCK_HEADER_PAGES 
 static void trim_bitmap(struct block *b, unsigned first, unsigned n)
 {
     for (unsigned j = (span_start(first) + GRAINS_PAGES - 1) / GRAINS_PAGES; (j + 1) * GRAINS_PAGES <= first + n; j++)
-        advise((uint8_t *)b + BLOCK_BITMAP_OFF + (size_t)j * SL_PAGE, SL_PAGE, PS_CLEAN);
+        page_advise((uint8_t *)b + BLOCK_BITMAP_OFF + (size_t)j * SL_PAGE, SL_PAGE, PS_CLEAN);
 }
 
 static void trim_descriptors_locked(struct block *b, unsigned first, unsigned n)
@@ -159,7 +164,7 @@ static void trim_descriptors_locked(struct block *b, unsigned first, unsigned n)
         for (unsigned i = d * DESC_PAGES; i < (d + 1) * DESC_PAGES && !heads; i++)
             heads = pg[i].h.kind == PG_FREE;
         if (!heads)
-            advise(&pg[d * DESC_PAGES], SL_PAGE, PS_CLEAN);
+            page_advise(&pg[d * DESC_PAGES], SL_PAGE, PS_CLEAN);
     }
 }
 
@@ -231,11 +236,13 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
         }
         lock_release(&heap.lock);
         enum page_state got[PURGE_BATCH];
+        bool refused = false; /* the kernel said no: stop, or the same spans come round again */
         for (unsigned i = 0; i < k; i++) {
             if (!sp[i].b)
                 continue;
-            got[i] = advise((uint8_t *)sp[i].b + ((size_t)sp[i].first << SL_PAGE_SHIFT),
-                            (size_t)sp[i].n << SL_PAGE_SHIFT, to);
+            got[i] = page_advise((uint8_t *)sp[i].b + ((size_t)sp[i].first << SL_PAGE_SHIFT),
+                                 (size_t)sp[i].n << SL_PAGE_SHIFT, to);
+            refused |= got[i] == PS_DIRTY;
             trim_bitmap(sp[i].b, sp[i].first, sp[i].n);
         }
         lock_acquire(&heap.lock);
@@ -249,6 +256,8 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
             relink(b);
         }
         lock_release(&heap.lock);
+        if (refused)
+            break;
     }
     lock_release(&purge_lock);
     return done;
@@ -327,8 +336,10 @@ void purge_maybe(void)
         atomic_compare_exchange_strong_explicit(&last_decay_ms, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed))
         decay(now, false, false);
-    if (start_hook && !ld_relaxed(&hook_fired) && !atomic_exchange(&hook_fired, 1))
-        start_hook();
+    /* the hook says false while the reclaimer should wait (a program that
+     * is still single-threaded): asked again on a later slow path */
+    if (start_hook && !ld_relaxed(&hook_fired) && !atomic_exchange(&hook_fired, 1) && !start_hook())
+        st_relaxed(&hook_fired, 0);
 }
 
 void page_purge_cap(void)

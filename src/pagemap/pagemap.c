@@ -43,3 +43,17 @@ bool pagemap_set(uintptr_t base, size_t size, uintptr_t value)
     }
     return true;
 }
+
+void pagemap_walk(void (*fn)(uintptr_t granule, uintptr_t entry, void *arg), void *arg)
+{
+    for (uintptr_t top = 0; top < (1u << PM_TOP_BITS); top++) {
+        _Atomic uintptr_t *leaf = pagemap_leaf(top);
+        if (leaf == pagemap_zero_leaf)
+            continue;
+        for (uintptr_t i = 0; i < (1u << PM_LEAF_BITS); i++) {
+            uintptr_t e = atomic_load_explicit(&leaf[i], memory_order_acquire);
+            if (e)
+                fn(((top << PM_LEAF_BITS) | i) << SL_BLOCK_SHIFT, e, arg);
+        }
+    }
+}

@@ -49,4 +49,8 @@ sl_inline uintptr_t pagemap_get(uintptr_t a)
  * Returns false (ENOMEM) if a leaf could not be mapped. */
 bool pagemap_set(uintptr_t base, size_t size, uintptr_t value);
 
+/* Call fn for every granule whose entry is not 0, in address order (for
+ * sl_check and the statistics; no lock: entries may change meanwhile). */
+void pagemap_walk(void (*fn)(uintptr_t granule, uintptr_t entry, void *arg), void *arg);
+
 #endif

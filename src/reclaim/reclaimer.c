@@ -3,9 +3,16 @@
  * down to the dirty cap when a big free kicks it (so the freeing thread
  * goes on), and under memory pressure makes every free page clean at once.
  *
- * Started lazily: the page layer calls the hook the first time there is
- * dirty or lazy memory, so a program that never frees never gets the
- * thread. The thread blocks every signal, allocates nothing and takes only
+ * Started lazily: the page layer calls the hook when there is dirty or
+ * lazy memory, so a program that never frees never gets the thread; and
+ * by default (SLUICE_RECLAIMER=auto) only once the program has a thread of
+ * its own (glibc's __libc_single_threaded turns false at its first
+ * pthread_create). A drop-in malloc must not make a single-threaded
+ * program multi-threaded: glibc would drop its single-thread fast paths
+ * and take its atfork lock in fork (a fork from a signal handler during
+ * fork then hangs), and Python 3.12+ warns on fork. Until then the
+ * allocation and free slow paths run the decay (purge.c, purge_maybe).
+ * The thread blocks every signal, allocates nothing and takes only
  * sluice's purge and page locks. After fork the child has no such thread;
  * the hook fires again there and starts a new one.
  *
@@ -204,10 +211,20 @@ static void *reclaimer_main(void *arg)
     return NULL;
 }
 
-static void reclaimer_start(void)
+/* glibc's flag (2.32+): true until the process first creates a thread.
+ * Weak, so that a libc without it counts as multi-threaded. */
+extern char __libc_single_threaded __attribute__((weak));
+
+static bool single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
+
+static bool reclaimer_start(void)
 {
-    if (sl_opt.purge == PURGE_OFF || !sl_opt.reclaimer || atomic_exchange(&running, 1))
-        return;
+    if (sl_opt.purge == PURGE_OFF || sl_opt.reclaimer == RECLAIMER_OFF)
+        return true; /* never */
+    if (sl_opt.reclaimer == RECLAIMER_AUTO && single_threaded())
+        return false; /* not yet: ask again on a later slow path */
+    if (atomic_exchange(&running, 1))
+        return true;
     sigset_t all, old;
     sigfillset(&all);
     pthread_attr_t attr;
@@ -220,6 +237,7 @@ static void reclaimer_start(void)
         st_relaxed(&running, 0); /* no thread: slow paths still run the decay */
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
+    return true;
 }
 
 static bool reclaimer_kick(void)

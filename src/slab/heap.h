@@ -172,6 +172,11 @@ sl_inline bool heap_id_sync(struct heap *h, unsigned id, uint32_t key)
 void heap_thread_exit(struct heap *h);
 void heap_collect_all(void);          /* sl_purge: reclaim what threads hold */
 void heap_sum_stats(uint64_t out[STAT_COUNT]);
+/* sl_check's part for the slab and page layers (heap_check.c): reports and
+ * aborts on the first broken invariant. Other threads must be quiet. */
+void heap_check_all(void);
+/* Bytes in live slab objects (by size class) and live runs: mallinfo. */
+size_t heap_in_use_bytes(void);
 void heap_fork_prepare(void);
 void heap_fork_parent(void);
 void heap_fork_child(void);

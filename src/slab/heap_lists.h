@@ -12,6 +12,12 @@ void slab_list_unlink(struct slab **head, struct slab *s);
 void slab_release(struct heap *h, struct slab *s, struct page_cache *pc);
 void take_notified(struct heap *h);
 void take_woken(struct heap *h, unsigned id);
+/* heaps.c: the list of every heap (all_next), for heap_check.c, under
+ * heaps_lock. */
+void heaps_lock_for_check(void);
+void heaps_unlock_for_check(void);
+struct heap *heaps_all(void);
+bool heaps_forked(void); /* this process was forked while other threads had heaps */
 /* heaps.c: adopt partial slabs of id from orphaned heaps; false if none. */
 bool orphan_adopt(struct heap *h, unsigned id);
 

@@ -286,6 +286,12 @@ size_t heap_id_close(unsigned id, uint64_t *live)
     return bytes;
 }
 
+void heaps_lock_for_check(void) { lock_acquire(&heaps_lock); }
+void heaps_unlock_for_check(void) { lock_release(&heaps_lock); }
+struct heap *heaps_all(void) { return all_heaps; }
+static bool forked_with_threads;
+bool heaps_forked(void) { return forked_with_threads; }
+
 /* ---- fork ---------------------------------------------------------------- */
 
 void heap_fork_prepare(void) { lock_acquire(&heaps_lock); }
@@ -299,6 +305,7 @@ void heap_fork_child(void)
     for (struct heap *h = all_heaps; h; h = h->all_next) {
         if (h == tls_heap || h->orphan)
             continue;
+        forked_with_threads = true;
         h->orphan = true;
         h->orphan_next = orphans;
         orphans = h;

@@ -45,6 +45,7 @@
     X(madv_free_bytes, "bytes advised MADV_FREE")                             \
     X(madv_dontneed_calls, "madvise(MADV_DONTNEED) calls: -> clean")           \
     X(madv_dontneed_bytes, "bytes advised MADV_DONTNEED")                     \
+    X(madv_failed, "madvise calls the kernel refused (pages stay dirty)")      \
     X(reclaimer_runs, "decay passes run by the reclaimer thread")             \
     X(pressure_events, "memory pressure seen: everything purged at once")
 

@@ -1,0 +1,266 @@
+/* heap_check.c — the slab layer's part of sl_check (with the page layer's
+ * walk of every pageblock, page_check.c), and the in-use byte count of the
+ * statistics (mallinfo).
+ *
+ * Checked, with heaps_lock held, for a process whose other threads are not
+ * allocating or freeing at that moment (sl_check reads owner-private state):
+ *   - every page cache: each parked run is a run of the kind its stack
+ *     holds (stack 0 PG_SLAB, stack 1 PG_RUN: the kind and the list that
+ *     holds a run agree), of the stack's length, not live (no bitmap bit,
+ *     a slab with no owner); the cache's page count;
+ *   - every heap's slab lists: the current slab, the partial and full
+ *     lists, by state, owner and cache id;
+ *   - every allocated run (handed over by page_check): a live slab has the
+ *     geometry of its cache id; its free list holds objects of the slab,
+ *     at object starts, carved, whose bitmap bits are clear; its remote
+ *     list objects whose bits are still set; used == carved - |free|; the
+ *     bitmap bits set in it are exactly `used`, all at carved object
+ *     starts. A slab with no owner and a run without its live bit must be
+ *     parked in a page cache, with no bit set. A live run has one bit, at
+ *     its start. (In a child forked while other threads ran, a run such a
+ *     thread was freeing at that instant is stranded: neither live nor
+ *     parked. That is tolerated there, and only there.)
+ */
+#include <string.h>
+
+#include "../base/fatal.h"
+#include "../os/os.h"
+#include "heap_lists.h"
+
+#define FAIL(what, p, detail, num) sl_fatal("sl_check: " what, (p), (detail), (num))
+
+/* Runs parked in page caches: an open-addressing set, mapped for the
+ * check; if that mapping fails (the check of a process out of memory), a
+ * search of every page cache instead (mask 0). */
+struct parked {
+    uintptr_t *slot;
+    size_t mask;
+};
+
+static bool pcache_holds(struct page_cache *pc, uintptr_t run)
+{
+    for (unsigned t = 0; t < PCACHE_TYPES; t++)
+        for (unsigned n = 1; n <= PCACHE_MAX_PAGES; n++)
+            for (unsigned i = 0; i < pc->count[t][n]; i++)
+                if ((uintptr_t)pc->runs[t][n][i] == run)
+                    return true;
+    return false;
+}
+
+static size_t slot_of(const struct parked *ps, uintptr_t run)
+{
+    size_t i = (size_t)(run >> SL_PAGE_SHIFT) * 0x9e3779b97f4a7c15ull & ps->mask;
+    while (ps->slot[i] && ps->slot[i] != run)
+        i = (i + 1) & ps->mask;
+    return i;
+}
+
+static bool parked_has(const struct parked *ps, uintptr_t run)
+{
+    if (ps->mask)
+        return ps->slot[slot_of(ps, run)] == run;
+    for (struct heap *h = heaps_all(); h; h = h->all_next)
+        if (pcache_holds(&h->pcache, run))
+            return true;
+    return false;
+}
+
+struct ctx {
+    struct parked parked;
+    bool forked; /* a fork child: runs other threads had in hand are stranded */
+    size_t stranded;
+    size_t slabs_by_state[SLAB_NOTIFY + 1], listed_by_state[SLAB_NOTIFY + 1];
+};
+
+/* Live-object bits set in a run (whole pages: whole bitmap words). */
+static size_t bits_in(uintptr_t base, size_t bytes)
+{
+    size_t n = 0;
+    for (uintptr_t a = base; a < base + bytes; a += SL_GRAIN * 64)
+        n += (size_t)__builtin_popcountll(ld_relaxed(bitmap_word(a)));
+    return n;
+}
+
+static void check_slab(struct slab *s, struct ctx *c)
+{
+    uint8_t *base = slab_base(s);
+    size_t bytes = (size_t)s->h.npages << SL_PAGE_SHIFT;
+    if (!atomic_load_explicit(&s->owner, memory_order_relaxed)) {
+        if (!parked_has(&c->parked, (uintptr_t)base) && !(c->forked && ++c->stranded))
+            FAIL("slab with no owner is in no page cache:", base, "pages", s->h.npages);
+        if (bits_in((uintptr_t)base, bytes))
+            FAIL("parked slab has live-object bits:", base, NULL, 0);
+        return;
+    }
+    const struct slab_geom *g = &slab_geom[s->cls];
+    if (s->cls >= SL_NIDS || !g->key || g->pages != s->h.npages || g->size != s->size ||
+        s->capacity != bytes / s->size || s->link_off != g->link_off)
+        FAIL("slab does not have its cache's geometry:", base, "cache id", s->cls);
+    if (s->state < SLAB_CURRENT || s->state > SLAB_NOTIFY || s->carved > s->capacity)
+        FAIL("slab in no state:", base, "state", s->state);
+    c->slabs_by_state[s->state]++;
+    size_t nfree = 0;
+    for (void *p = s->free; p; p = *slab_link(s, p)) {
+        uintptr_t off = (uintptr_t)p - (uintptr_t)base;
+        if (off >= (uintptr_t)s->carved * s->size || off % s->size || ++nfree > s->capacity)
+            FAIL("slab free list holds a stray pointer:", p, "size class", s->size);
+        if (bitmap_test((uintptr_t)p))
+            FAIL("object on a slab free list is marked live:", p, "size class", s->size);
+    }
+    size_t nremote = 0;
+    uintptr_t r = atomic_load_explicit(&s->remote, memory_order_acquire) & ~SLAB_FULL_BIT;
+    for (void *p = (void *)r; p; p = *slab_link(s, p)) {
+        uintptr_t off = (uintptr_t)p - (uintptr_t)base;
+        if (off >= (uintptr_t)s->carved * s->size || off % s->size || ++nremote > s->capacity)
+            FAIL("slab remote list holds a stray pointer:", p, "size class", s->size);
+        if (!bitmap_test((uintptr_t)p))
+            FAIL("object on a slab remote list is not marked live:", p, "size class", s->size);
+    }
+    if (s->used != s->carved - nfree || nremote > s->used)
+        FAIL("slab count wrong (used != carved - free):", base, "used", s->used);
+    size_t live = 0;
+    for (uintptr_t a = (uintptr_t)base; a < (uintptr_t)base + bytes; a += SL_GRAIN) {
+        if (!(ld_relaxed(bitmap_word(a)) & bitmap_bit(a)))
+            continue;
+        uintptr_t off = a - (uintptr_t)base;
+        if (off % s->size || off >= (uintptr_t)s->carved * s->size)
+            FAIL("live-object bit not at a carved object start:", (void *)a, "size class", s->size);
+        live++;
+    }
+    if (live != s->used)
+        FAIL("slab's live-object bits disagree with its count:", base, "bits", live);
+}
+
+static void check_run(struct page *head, void *arg)
+{
+    struct ctx *c = arg;
+    if (head->h.kind == PG_SLAB)
+        return check_slab(slab_of_page(head), c);
+    uintptr_t base = (uintptr_t)page_addr(head);
+    size_t bits = bits_in(base, (size_t)head->h.npages << SL_PAGE_SHIFT);
+    if (bitmap_test(base)) {
+        if (bits != 1)
+            FAIL("medium run has live-object bits inside:", (void *)base, "bits", bits);
+        if (parked_has(&c->parked, base))
+            FAIL("live medium run is parked in a page cache:", (void *)base, NULL, 0);
+    } else if (bits || (!parked_has(&c->parked, base) && !(c->forked && ++c->stranded))) {
+        FAIL("medium run neither live nor parked in a page cache:", (void *)base, "pages", head->h.npages);
+    }
+}
+
+static void check_pcache(struct page_cache *pc, struct parked *ps)
+{
+    static const uint8_t kind_of_stack[PCACHE_TYPES] = { PG_SLAB, PG_RUN };
+    size_t pages = 0;
+    for (unsigned t = 0; t < PCACHE_TYPES; t++)
+        for (unsigned n = 1; n <= PCACHE_MAX_PAGES; n++) {
+            if (pc->count[t][n] > PCACHE_DEPTH)
+                FAIL("page cache stack overfull:", pc, "pages", n);
+            for (unsigned i = 0; i < pc->count[t][n]; i++) {
+                uintptr_t run = (uintptr_t)pc->runs[t][n][i];
+                struct page *head = page_of((void *)run);
+                if (!(pagemap_get(run) & PM_BLOCK) || (run & (SL_PAGE - 1)) || head->h.kind != kind_of_stack[t] ||
+                    head->h.npages != n || page_addr(page_head(head)) != (void *)run)
+                    FAIL("page cache holds a run of another kind or length:", (void *)run, "kind", head->h.kind);
+                if (t == 0 && atomic_load_explicit(&slab_of_page(head)->owner, memory_order_relaxed))
+                    FAIL("page cache holds a slab that has an owner:", (void *)run, NULL, 0);
+                if (ps->mask) {
+                    size_t k = slot_of(ps, run);
+                    if (ps->slot[k])
+                        FAIL("run parked twice in page caches:", (void *)run, NULL, 0);
+                    ps->slot[k] = run;
+                }
+                pages += n;
+            }
+        }
+    if (pages != pc->pages)
+        FAIL("page cache page count wrong:", pc, "counted", pages);
+}
+
+static size_t pcache_runs(struct page_cache *pc)
+{
+    size_t n = 0;
+    for (unsigned t = 0; t < PCACHE_TYPES; t++)
+        for (unsigned k = 1; k <= PCACHE_MAX_PAGES; k++)
+            n += pc->count[t][k];
+    return n;
+}
+
+static void check_list(struct heap *h, unsigned id, struct slab *head, enum slab_state st, struct ctx *c)
+{
+    struct slab *prev = NULL;
+    for (struct slab *s = head; s; prev = s, s = s->next) {
+        if (s->state != st || s->prev != prev || s->cls != id || !slab_owned_by(s, h) ||
+            c->listed_by_state[st]++ > (1u << 28))
+            FAIL("heap slab list broken at slab", slab_base(s), "cache id", id);
+    }
+}
+
+static void check_heap(struct heap *h, struct ctx *c)
+{
+    for (unsigned id = 0; id < SL_NIDS; id++) {
+        if (id >= SL_NCLASSES && (!heap_key(h, id) || heap_key(h, id) != slab_geom[id].key))
+            continue; /* slots of a closed cache, reset before any use */
+        struct slab *cur = *heap_cur(h, id);
+        if (cur != &slab_none) {
+            if (cur->state != SLAB_CURRENT || cur->cls != id || !slab_owned_by(cur, h))
+                FAIL("heap's current slab is not current:", slab_base(cur), "cache id", id);
+            c->listed_by_state[SLAB_CURRENT]++;
+        }
+        check_list(h, id, *heap_partial(h, id), SLAB_PARTIAL, c);
+        if (id >= SL_NCLASSES)
+            check_list(h, id, *heap_full(h, id), SLAB_FULL, c);
+    }
+}
+
+void heap_check_all(void)
+{
+    heaps_lock_for_check();
+    struct ctx c;
+    memset(&c, 0, sizeof c);
+    size_t runs = 0;
+    for (struct heap *h = heaps_all(); h; h = h->all_next)
+        runs += pcache_runs(&h->pcache);
+    size_t cap = 64;
+    while (cap < 2 * runs)
+        cap *= 2;
+    c.parked.slot = os_map(cap * sizeof(uintptr_t));
+    c.parked.mask = c.parked.slot ? cap - 1 : 0;
+    c.forked = heaps_forked();
+    for (struct heap *h = heaps_all(); h; h = h->all_next) {
+        check_pcache(&h->pcache, &c.parked);
+        check_heap(h, &c);
+    }
+    page_check(check_run, &c);
+    if (c.parked.slot)
+        os_unmap(c.parked.slot, cap * sizeof(uintptr_t));
+    /* every current and partial slab (and user caches' full ones) is listed
+     * once; FULL malloc slabs and NOTIFY slabs sit on no heap list */
+    if (c.slabs_by_state[SLAB_CURRENT] != c.listed_by_state[SLAB_CURRENT] ||
+        c.slabs_by_state[SLAB_PARTIAL] != c.listed_by_state[SLAB_PARTIAL])
+        FAIL("slabs by state disagree with the heaps' lists: current", NULL, "listed",
+             c.listed_by_state[SLAB_CURRENT]);
+    heaps_unlock_for_check();
+}
+
+/* ---- in-use bytes (mallinfo's uordblks) -------------------------------- */
+
+static void count_run(struct page *head, void *arg)
+{
+    size_t *bytes = arg;
+    if (head->h.kind == PG_RUN) {
+        if (bitmap_test((uintptr_t)page_addr(head)))
+            *bytes += (size_t)head->h.npages << SL_PAGE_SHIFT;
+        return;
+    }
+    struct slab *s = slab_of_page(head);
+    if (atomic_load_explicit(&s->owner, memory_order_relaxed)) /* racy by nature: a statistic */
+        *bytes += (size_t)__atomic_load_n(&s->used, __ATOMIC_RELAXED) * s->size;
+}
+
+size_t heap_in_use_bytes(void)
+{
+    size_t bytes = 0;
+    page_walk_runs(count_run, &bytes);
+    return bytes;
+}
