@@ -2,7 +2,9 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: all run test bench install clean
+FUZZ_SECONDS ?= 600
+
+.PHONY: all run test bench install clean fuzz
 
 all: $(BUILD)/build.ninja
 	cmake --build $(BUILD)
@@ -16,20 +18,35 @@ build-tsan/build.ninja:
 build-ubsan/build.ninja:
 	cmake -S . -B build-ubsan -G Ninja -DSLUICE_SANITIZE=undefined
 
+build-fuzz/build.ninja:
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DSLUICE_FUZZ=ON
+
 # The main demonstration: the headline comparison against glibc, jemalloc,
 # tcmalloc and mimalloc, in under a minute.
 run: all
 	python3 bench/run.py --quick
 
 # Every test: the normal build (units, API, threads, fork, death, OOM, real
-# programs), then the sl_ API tests under UBSan and the multi-threaded ones
-# under ThreadSanitizer.
-test: all build-tsan/build.ninja build-ubsan/build.ninja
+# programs, fault injection), then the sl_ API tests under UBSan and the
+# multi-threaded ones under ThreadSanitizer, then the fuzzer's corpus and a
+# short fuzzing run (clang).
+test: all build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja
 	cd $(BUILD) && ctest --output-on-failure
 	cmake --build build-ubsan
 	cd build-ubsan && ctest --output-on-failure
 	cmake --build build-tsan
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure
+	cmake --build build-fuzz
+	cd build-fuzz && ctest --output-on-failure
+
+# Fuzz for FUZZ_SECONDS (default 600); new inputs go to build-fuzz/new,
+# crashes to build-fuzz/crash-*. Keep a finding: copy it into
+# test/fuzz/corpus once it is fixed.
+fuzz: build-fuzz/build.ninja
+	cmake --build build-fuzz
+	mkdir -p build-fuzz/new
+	cd build-fuzz && ./test/fuzz/fuzz_alloc -max_total_time=$(FUZZ_SECONDS) -timeout=30 -rss_limit_mb=4096 \
+	  new ../test/fuzz/corpus
 
 bench: all
 	python3 bench/run.py
@@ -39,4 +56,4 @@ install: all
 	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 clean:
-	rm -rf $(BUILD) build-tsan build-ubsan
+	rm -rf $(BUILD) build-tsan build-ubsan build-fuzz

@@ -77,6 +77,20 @@ static void test_errno(void)
     CHECK_EQ(sl_posix_memalign(&q, 64, SIZE_MAX), ENOMEM);
     errno = 0;
     CHECK(sl_memalign(SIZE_MAX, 8) == NULL && errno == EINVAL);
+    /* glibc: an alignment up to SIZE_MAX / 2 + 1 is valid, and one that
+     * cannot be met is ENOMEM (tst-malloc-too-large) */
+    errno = 0;
+    CHECK(sl_memalign((size_t)1 << 63, 8) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(sl_memalign((size_t)1 << 62, 1) == NULL && errno == ENOMEM);
+    /* posix_memalign returns ENOMEM and sets errno too, as glibc
+     * (tst-malloc-thread-fail); EINVAL leaves errno alone */
+    errno = 0;
+    CHECK_EQ(sl_posix_memalign(&q, (size_t)1 << 62, 64), ENOMEM);
+    CHECK_EQ(errno, ENOMEM);
+    errno = 1234;
+    CHECK_EQ(sl_posix_memalign(&q, 24, 64), EINVAL);
+    CHECK_EQ(errno, 1234);
 
     /* realloc failure leaves the block intact */
     unsigned char *r = sl_malloc(100);
@@ -198,7 +212,15 @@ static void test_sized(void)
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         void *p = sl_malloc(sizes[i]);
         sl_free_sized(p, sizes[i]);
+        p = sl_calloc(1, sizes[i]);
+        sl_free_sized(p, sizes[i]);
+        p = sl_aligned_alloc(8192, sizes[i]);
+        sl_free_aligned_sized(p, 8192, sizes[i]);
     }
+    /* a run resized in place records its new size */
+    void *r = sl_malloc(40000);
+    r = sl_realloc(r, 45000);
+    sl_free_sized(r, 45000);
     sl_free_sized(NULL, 5);
     CHECK(1);
 }
@@ -219,7 +241,17 @@ static void test_giant(void)
 }
 
 #if SL_OVERRIDE
+#include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <unistd.h>
+
+static void *alloc_free_keep(void *arg)
+{
+    (void)arg;
+    free(malloc(32));
+    return malloc(32);
+}
 /* glibc's extensions, as sluice answers them */
 static void test_glibc_extensions(void)
 {
@@ -231,6 +263,77 @@ static void test_glibc_extensions(void)
     struct mallinfo2 m = mallinfo2();
     CHECK(m.arena > 0 && m.uordblks > 0 && m.uordblks <= m.arena);
     free(p);
+    /* uordblks counts bytes in use, by size class: it follows the program
+     * (threads that come and go leave nothing behind: tst-malloc-tcache-leak) */
+    size_t before = mallinfo2().uordblks;
+    void *v[100];
+    for (int i = 0; i < 100; i++)
+        v[i] = malloc(1000); /* size class 1024 */
+    size_t during = mallinfo2().uordblks;
+    for (int i = 0; i < 100; i++)
+        free(v[i]);
+    CHECK_EQ(during - before, 100 * 1024);
+    CHECK_EQ(mallinfo2().uordblks, before);
+    void *volatile run = malloc(100000);
+    CHECK_EQ(mallinfo2().uordblks - before, 102400); /* a run: whole pages */
+    free(run);
+    for (int i = 0; i < 200; i++) {
+        pthread_t t;
+        pthread_create(&t, NULL, alloc_free_keep, NULL);
+        void *kept;
+        pthread_join(t, &kept);
+        free(kept);
+    }
+    CHECK(mallinfo2().uordblks <= before + 4096);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    struct mallinfo old = mallinfo();
+#pragma GCC diagnostic pop
+    CHECK(old.uordblks > 0 && (size_t)old.uordblks <= (size_t)old.arena);
+}
+
+/* malloc_stats prints glibc's lines first, and a thread cancelled while it
+ * writes leaves no lock behind (tst-malloc-stats-cancellation) */
+static void *stats_forever(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        malloc_stats(); /* cancellation is held off inside */
+        pthread_testcancel();
+    }
+    return NULL;
+}
+
+static void test_malloc_stats(void)
+{
+    int fds[2], saved = dup(2);
+    CHECK(pipe(fds) == 0);
+    dup2(fds[1], 2);
+    malloc_stats();
+    dup2(saved, 2);
+    close(fds[1]);
+    char buf[8192];
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    close(fds[0]);
+    buf[n > 0 ? n : 0] = 0;
+    CHECK(strstr(buf, "Arena 0:\nsystem bytes     = ") != NULL);
+    CHECK(strstr(buf, "Total (incl. mmap):") != NULL);
+    CHECK(strstr(buf, "max mmap bytes   = ") != NULL);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    for (int i = 0; i < 20; i++) {
+        pthread_t t;
+        pthread_create(&t, NULL, stats_forever, NULL);
+        usleep(2000);
+        pthread_cancel(t);
+        pthread_join(t, NULL);
+        free(malloc(100000)); /* no lock was left held */
+        malloc_stats();
+    }
+    dup2(saved, 2);
+    close(devnull);
+    close(saved);
+    CHECK(1);
 }
 #endif
 
@@ -298,6 +401,7 @@ int main(void)
     test_stats_and_purge();
 #if SL_OVERRIDE
     test_glibc_extensions();
+    test_malloc_stats();
 #endif
     CHECK(sl_check() == 0);
     return t_done("api");

@@ -125,6 +125,16 @@ static void run_case(const char *name)
     } else if (!strcmp(name, "free_sized_wrong")) {
         p = sl_malloc(100);
         sl_free_sized(p, 4000);
+    } else if (!strcmp(name, "free_sized_run_off_by_ten")) {
+        p = sl_malloc(40000); /* a page run records the size asked for */
+        sl_free_sized(p, 39990);
+    } else if (!strcmp(name, "free_sized_after_realloc")) {
+        p = sl_malloc(40000);
+        p = sl_realloc(p, 50000); /* grown in place or moved: 50000 now */
+        sl_free_sized(p, 40000);
+    } else if (!strcmp(name, "free_sized_huge_off_by_one")) {
+        p = sl_malloc(3u << 20);
+        sl_free_sized(p, (3u << 20) - 1);
 #if SL_OVERRIDE
     } else if (!strcmp(name, "delete_sized_wrong")) {
         p = sl_malloc(24);
@@ -164,6 +174,9 @@ static const struct expect cases[] = {
     { "cache_bulk_wrong_cache", "(an object of cache 'beta')" },
     { "cache_use_after_destroy", "sluice: double free of 0x" },
     { "free_sized_wrong", "sluice: sized free with the wrong size: 0x" },
+    { "free_sized_run_off_by_ten", "sluice: sized free with the wrong size: 0x" },
+    { "free_sized_after_realloc", "sluice: sized free with the wrong size: 0x" },
+    { "free_sized_huge_off_by_one", "sluice: sized free with the wrong size: 0x" },
 #if SL_OVERRIDE
     { "delete_sized_wrong", "sluice: sized free with the wrong size: 0x" },
 #endif

@@ -1,9 +1,17 @@
 /* fork: while other threads allocate (never a deadlock, the child's heap
- * works), and from a signal handler that interrupted an allocation. */
+ * works); while other threads hold stdio locks and allocate under them
+ * (getline) and fflush(NULL) waits for those locks; from a signal handler
+ * that interrupted an allocation; and, in a single-threaded process, from a
+ * signal handler that interrupted fork itself (which stays possible only
+ * while sluice starts no thread of its own). */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,9 +128,193 @@ static void test_fork_in_signal_handler(void)
     CHECK_EQ(failures, 0);
 }
 
-int main(void)
+/* ---- fork against stdio ------------------------------------------------
+ * glibc's fork takes the stdio list lock after the atfork handlers ran.
+ * A getline thread holds its FILE's lock and reallocates its buffer; a
+ * fflush(NULL) thread holds the list lock and waits for that FILE. Had
+ * sluice's prepare handler taken its own locks and then waited in fork for
+ * the list lock, the three would wait on each other for ever. */
+
+static char lines_path[64];
+static _Atomic int stdio_stop;
+
+static void *getline_thread(void *arg)
 {
+    (void)arg;
+    while (!stdio_stop) {
+        FILE *f = fopen(lines_path, "r");
+        if (!f)
+            return NULL;
+        char *line = NULL;
+        size_t cap = 0;
+        while (getline(&line, &cap, f) > 0) { /* each line grows the buffer again */
+            free(line);
+            line = NULL;
+            cap = 0;
+        }
+        free(line);
+        fclose(f);
+    }
+    return NULL;
+}
+
+static void *fflush_thread(void *arg)
+{
+    (void)arg;
+    while (!stdio_stop)
+        fflush(NULL);
+    return NULL;
+}
+
+static _Atomic int stdio_failures, stdio_forks;
+
+static void *fork_thread(void *arg)
+{
+    (void)arg;
+    while (!stdio_stop) {
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(0);
+        if (pid < 0 || wait_child(pid) != 0)
+            stdio_failures++;
+        stdio_forks++;
+    }
+    return NULL;
+}
+
+static void test_fork_against_stdio(void)
+{
+    strcpy(lines_path, "/tmp/sluice-fork-XXXXXX");
+    int fd = mkstemp(lines_path);
+    FILE *f = fdopen(fd, "w");
+    for (int i = 0; i < 32; i++) { /* long lines: getline reallocates into page runs (locks) */
+        for (int k = 0; k < 20000 + i * 4000; k++)
+            fputc('a' + k % 26, f);
+        fputc('\n', f);
+    }
+    fclose(f);
+    pthread_t t[6];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, getline_thread, NULL);
+    pthread_create(&t[2], NULL, fflush_thread, NULL);
+    for (int i = 3; i < 6; i++)
+        pthread_create(&t[i], NULL, fork_thread, NULL);
+    signal(SIGALRM, SIG_DFL);
+    alarm(100); /* a deadlock fails here, not in ctest's timeout */
+    sleep(3);
+    stdio_stop = 1;
+    for (int i = 0; i < 6; i++)
+        pthread_join(t[i], NULL);
+    alarm(0);
+    unlink(lines_path);
+    printf("fork against stdio: %d forks\n", (int)stdio_forks);
+    CHECK(stdio_forks > 10);
+    CHECK_EQ(stdio_failures, 0);
+}
+
+/* ---- a single-threaded program forks in a signal handler during fork ----
+ * glibc skips its atfork lock while the process is single-threaded, which
+ * makes this work; a background thread started by the allocator would make
+ * the process multi-threaded and the nested fork hang. Run in a fresh
+ * process (re-executed), which frees enough for the decay to have work. */
+
+static volatile sig_atomic_t nested_forks;
+
+static void fork_in_handler(int sig)
+{
+    (void)sig;
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    if (pid > 0) {
+        waitpid(pid, NULL, 0);
+        nested_forks++;
+    }
+}
+
+static int threads_now(void)
+{
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    char *t = strstr(buf, "Threads:");
+    return t ? atoi(t + 8) : -1;
+}
+
+static int single_threaded_main(void)
+{
+    for (int round = 0; round < 20; round++) { /* memory to decay: the reclaimer would be wanted */
+        void *p[64];
+        for (int i = 0; i < 64; i++)
+            memset(p[i] = sl_malloc(200000), 1, 200000);
+        for (int i = 0; i < 64; i++)
+            sl_free(p[i]);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fork_in_handler;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    /* a period longer than a fork: a fork that a signal interrupts is
+     * restarted by the kernel, and a shorter period would starve it */
+    struct itimerval it = { { 0, 3000 }, { 0, 3000 } };
+    setitimer(ITIMER_REAL, &it, NULL);
+    int forks = 0;
+    time_t end = time(NULL) + 2;
+    while (time(NULL) < end) {
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(0);
+        if (pid > 0)
+            while (waitpid(pid, NULL, 0) < 0)
+                ;
+        forks++;
+        sl_free(sl_malloc(100000));
+    }
+    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_REAL, &off, NULL);
+    int threads = threads_now();
+    printf("single-threaded: %d forks, %d from the signal handler, %d thread(s)\n", forks, (int)nested_forks,
+           threads);
+    return threads == 1 && nested_forks > 0 ? 0 : 1;
+}
+
+static void test_single_threaded_nested_fork(const char *self)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(self, self, "single", (char *)NULL);
+        _exit(127);
+    }
+    int rc = 0, status;
+    for (int i = 0; i < 3000; i++) { /* 30 s: a hang is a failure */
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            rc = WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+            break;
+        }
+        usleep(10000);
+        rc = -1;
+    }
+    if (rc == -1) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    CHECK_EQ(rc, 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "single"))
+        return single_threaded_main();
+    setvbuf(stdout, NULL, _IONBF, 0); /* progress shows where a hang was */
+    test_single_threaded_nested_fork("/proc/self/exe");
     test_fork_with_threads();
+    printf("fork with threads: done\n");
     test_fork_in_signal_handler();
+    printf("fork in a signal handler: done\n");
+    test_fork_against_stdio();
     return t_done("fork");
 }

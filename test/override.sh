@@ -59,6 +59,26 @@ PY
     run python3-purge-free "$py" "$WORK/work.py"
   PYTHONMALLOC=malloc SLUICE_PURGE=dontneed SLUICE_DIRTY_DECAY_MS=1 \
     run python3-purge-dontneed "$py" "$WORK/work.py"
+  # a single-threaded program stays single-threaded: it frees plenty for the
+  # decay (which its own slow paths then run), idles, forks, and counts its
+  # threads; Python 3.12+ would warn on a fork in a multi-threaded process
+  cat >"$WORK/single.py" <<'PY'
+import os, time
+x = [bytearray(200000) for _ in range(500)]
+del x
+y = [bytearray(300) for _ in range(100000)]
+del y
+time.sleep(0.3)
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+with open("/proc/self/status") as f:
+    print([l for l in f if l.startswith("Threads:")][0].strip())
+PY
+  out=$(PYTHONMALLOC=malloc SLUICE_DIRTY_DECAY_MS=100 LD_PRELOAD=$LIB "$py" -W error "$WORK/single.py" 2>&1)
+  if [ "$out" = "Threads:	1" ]; then ok "python3 stays single-threaded under sluice"
+  else bad "python3 single-threaded: $out"; fi
 fi
 
 if need sqlite3; then

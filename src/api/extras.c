@@ -3,7 +3,9 @@
  * counters, and sl_purge. */
 #define _GNU_SOURCE
 #include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "../huge/huge.h"
 #include "../page/page.h"
@@ -20,15 +22,18 @@ void sl_purge(void)
 #if SL_OVERRIDE
 #define EXPORT __attribute__((visibility("default")))
 
+/* glibc's fields: arena = bytes in pageblocks, uordblks = bytes the
+ * program holds there (live slab objects by their size class, live page
+ * runs), fordblks = the rest of the pageblocks, hblks/hblkhd = huge
+ * mappings, keepcost = cached huge mappings, usmblks = all mapped. */
 static struct mallinfo2 info(void)
 {
     struct mallinfo2 m = { 0 };
-    uint64_t blocks = sl_stat("blocks"), free_bytes = sl_stat("free_page_bytes");
-    m.arena = blocks * (2u << 20);
+    m.arena = sl_stat("blocks") * (2u << 20);
     m.hblks = sl_stat("huge_count");
     m.hblkhd = sl_stat("huge_live_bytes");
-    m.fordblks = free_bytes;
-    m.uordblks = m.arena > free_bytes ? m.arena - free_bytes : 0;
+    m.uordblks = heap_in_use_bytes();
+    m.fordblks = m.arena > m.uordblks ? m.arena - m.uordblks : 0;
     m.keepcost = sl_stat("huge_cached_bytes");
     m.usmblks = sl_stat("mapped_bytes");
     return m;
@@ -44,7 +49,26 @@ EXPORT int malloc_trim(size_t pad)
     return sl_stat("mapped_bytes") < mapped || sl_stat("madv_dontneed_bytes") > advised;
 }
 
-EXPORT void malloc_stats(void) { sl_stats_print(2); }
+/* glibc's lines first (programs and tests read them), then sluice's own.
+ * Cancellation is held off while it writes: write(2) is a cancellation
+ * point, and a thread cancelled inside must leave no lock held. */
+EXPORT void malloc_stats(void)
+{
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    struct mallinfo2 m = info();
+    char buf[512];
+    int n = snprintf(buf, sizeof buf,
+                     "Arena 0:\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
+                     "Total (incl. mmap):\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
+                     "max mmap regions = %10zu\nmax mmap bytes   = %10lu\n",
+                     m.arena, m.uordblks, m.arena + m.hblkhd, m.uordblks + m.hblkhd, m.hblks,
+                     (unsigned long)sl_stat("mapped_bytes"));
+    if (n > 0)
+        (void)!write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+    sl_stats_print(2);
+    pthread_setcancelstate(old, NULL);
+}
 
 EXPORT struct mallinfo2 mallinfo2(void) { return info(); }
 

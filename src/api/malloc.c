@@ -214,9 +214,11 @@ void *sl_aligned_alloc(size_t align, size_t n)
     return alloc_aligned(align, n);
 }
 
+/* glibc: an alignment above SIZE_MAX / 2 + 1 is EINVAL; any other that
+ * cannot be met (1 << 63 included) is ENOMEM, like a size that cannot. */
 void *sl_memalign(size_t align, size_t n)
 {
-    if (align > PTRDIFF_MAX / 2 + 1) {
+    if (align > SIZE_MAX / 2 + 1) {
         errno = EINVAL;
         return NULL;
     }
@@ -228,13 +230,10 @@ void *sl_memalign(size_t align, size_t n)
 int sl_posix_memalign(void **out, size_t align, size_t n)
 {
     if (!is_pow2(align) || align % sizeof(void *))
-        return EINVAL;
-    int saved = errno;
+        return EINVAL; /* errno untouched, as glibc */
     void *p = alloc_aligned(align, n);
-    if (!p) {
-        errno = saved;
-        return ENOMEM;
-    }
+    if (!p)
+        return ENOMEM; /* errno is ENOMEM too, as glibc */
     *out = p;
     return 0;
 }
@@ -250,15 +249,16 @@ void *sl_pvalloc(size_t n)
     return alloc_aligned(SL_PAGE, n ? align_up(n, SL_PAGE) : SL_PAGE);
 }
 
-/* Would an allocation of (size, align) have been given p's block? */
+/* Is size what was asked for p? Exactly for page runs and huge mappings
+ * (they record the request); for a slab object, its size class. */
 static bool size_matches(const void *p, size_t size, size_t align)
 {
     uintptr_t e = pagemap_get((uintptr_t)p);
     if (e & PM_HUGE)
-        return ((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK))->req_size == size;
+        return ((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK))->req_size == (size ? size : 1);
     struct page *head = page_head(page_of(p));
     if (head->h.kind == PG_RUN)
-        return align_up(size, SL_PAGE) == (size_t)head->h.npages << SL_PAGE_SHIFT;
+        return heap_run_request((void *)p) == (size ? size : 1);
     unsigned c = align <= SL_GRAIN ? size_class(size) : aligned_class(size, align);
     return c == slab_of_page(head)->cls;
 }

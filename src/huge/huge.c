@@ -107,19 +107,25 @@ void *huge_alloc(size_t size, size_t align, bool zero)
     hd->map_size = map_size;
     hd->req_size = size;
     hd->live = true;
-    if (!pagemap_set((uintptr_t)base, map_size, (uintptr_t)hd | PM_HUGE)) {
+    /* published and counted under the lock in one step, so that a fork
+     * never sees a mapping in the pagemap that is not counted */
+    lock_acquire(&huge_lock);
+    bool ok = pagemap_set((uintptr_t)base, map_size, (uintptr_t)hd | PM_HUGE);
+    if (ok) {
+        live_bytes += map_size;
+        live_count++;
+        stat_add(stats_global, STAT_huge_map, 1);
+    } else {
         pagemap_set((uintptr_t)base, map_size, 0);
+    }
+    lock_release(&huge_lock);
+    if (!ok) {
         os_unmap(base, map_size);
         meta_free(hd, sizeof *hd);
         errno = ENOMEM;
         return NULL;
     }
     hint_huge(hd, size);
-    lock_acquire(&huge_lock);
-    live_bytes += map_size;
-    live_count++;
-    stat_add(stats_global, STAT_huge_map, 1);
-    lock_release(&huge_lock);
     return base;
 }
 
@@ -168,6 +174,10 @@ void huge_free(struct huge *hd, void *p)
     lock_release(&huge_lock);
 }
 
+/* Under huge_lock throughout: the mapping, its pagemap entries and the
+ * counts change together (mremap moves page tables, not bytes: short), so
+ * sl_check and a fork child never see them disagree. On failure p is as
+ * it was. */
 void *huge_realloc(struct huge *hd, void *p, size_t size)
 {
     if (size > PTRDIFF_MAX - 2 * SL_BLOCK)
@@ -175,35 +185,38 @@ void *huge_realloc(struct huge *hd, void *p, size_t size)
     size_t new_map = align_up(size, SL_BLOCK);
     lock_acquire(&huge_lock);
     huge_check(hd, p, "realloc");
-    lock_release(&huge_lock);
-    if (new_map == hd->map_size) {
-        hd->req_size = size;
-        return p;
-    }
     size_t old_map = hd->map_size;
+    uint8_t *unmap = NULL;
     if (new_map < old_map) { /* shrink: give back whole granules */
         pagemap_set((uintptr_t)hd->base + new_map, old_map - new_map, 0);
-        os_unmap(hd->base + new_map, old_map - new_map);
-    } else if (os_remap(hd->base, old_map, new_map, NULL)) {
-        pagemap_set((uintptr_t)hd->base + old_map, new_map - old_map, (uintptr_t)hd | PM_HUGE);
-    } else { /* move the pages, not the bytes: mremap onto a fresh aligned range */
-        uint8_t *dst = os_map_aligned(new_map, SL_BLOCK);
-        if (!dst)
+        unmap = hd->base + new_map;
+    } else if (new_map > old_map && os_remap(hd->base, old_map, new_map, NULL)) {
+        if (!pagemap_set((uintptr_t)hd->base + old_map, new_map - old_map, (uintptr_t)hd | PM_HUGE)) {
+            pagemap_set((uintptr_t)hd->base + old_map, new_map - old_map, 0);
+            os_unmap(hd->base + old_map, new_map - old_map); /* back to the old length */
+            lock_release(&huge_lock);
             return NULL;
-        if (!pagemap_set((uintptr_t)dst, new_map, (uintptr_t)hd | PM_HUGE) ||
+        }
+    } else if (new_map > old_map) { /* move the pages, not the bytes: mremap onto a fresh aligned range */
+        uint8_t *dst = os_map_aligned(new_map, SL_BLOCK);
+        if (!dst || !pagemap_set((uintptr_t)dst, new_map, (uintptr_t)hd | PM_HUGE) ||
             !os_remap(hd->base, old_map, new_map, dst)) {
-            pagemap_set((uintptr_t)dst, new_map, 0);
-            os_unmap(dst, new_map);
+            if (dst) {
+                pagemap_set((uintptr_t)dst, new_map, 0);
+                os_unmap(dst, new_map);
+            }
+            lock_release(&huge_lock);
             return NULL;
         }
         pagemap_set((uintptr_t)hd->base, old_map, 0);
         hd->base = dst;
     }
-    lock_acquire(&huge_lock);
     live_bytes = live_bytes - old_map + new_map;
-    lock_release(&huge_lock);
     hd->map_size = new_map;
     hd->req_size = size;
+    lock_release(&huge_lock);
+    if (unmap)
+        os_unmap(unmap, old_map - new_map);
     hint_huge(hd, size);
     return hd->base;
 }

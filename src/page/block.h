@@ -67,6 +67,9 @@ struct page {
             uint16_t next, prev; /* PG_FREE: per-order list, 0 = none */
         } free;
         uint8_t owner_area[56]; /* PG_SLAB: struct slab lives here */
+        struct {
+            size_t req; /* PG_RUN, live: the size asked for (free_sized checks it) */
+        } run;
     };
 };
 _Static_assert(sizeof(struct page) == 64, "page descriptor is one cache line");

@@ -314,6 +314,7 @@ void *heap_alloc_run(size_t size, size_t align, bool *clean)
     if (!r)
         return NULL;
     atomic_fetch_or_explicit(bitmap_word((uintptr_t)r), bitmap_bit((uintptr_t)r), memory_order_relaxed);
+    page_of(r)->run.req = size;
     stat_add(h->stats, STAT_alloc_medium, 1);
     return r;
 }
@@ -329,8 +330,13 @@ size_t heap_usable_size(void *p)
 
 bool heap_resize_run(void *p, size_t new_size)
 {
-    return page_resize(p, align_up(new_size, SL_PAGE) >> SL_PAGE_SHIFT);
+    if (!page_resize(p, align_up(new_size, SL_PAGE) >> SL_PAGE_SHIFT))
+        return false;
+    page_of(p)->run.req = new_size;
+    return true;
 }
+
+size_t heap_run_request(void *p) { return page_of(p)->run.req; }
 
 /* ---- misuse ------------------------------------------------------------ */
 

@@ -53,6 +53,9 @@ struct heap {
     struct heap *all_next;              /* heaps_lock */
     struct heap *orphan_next;           /* heaps_lock */
     bool orphan;                        /* heaps_lock */
+    bool fork_orphan;                   /* heaps_lock: orphaned by fork; its thread may have
+                                         * stopped mid-operation, so its slabs are repaired
+                                         * (slab_repair) before anyone uses them */
 };
 
 extern struct heap heap_empty;
@@ -137,6 +140,8 @@ void *heap_alloc_run(size_t size, size_t align, bool *clean);
 size_t heap_usable_size(void *p);
 /* Resize a live run in place; false if it cannot. */
 bool heap_resize_run(void *p, size_t new_size);
+/* The size last asked for of the live run at p (malloc or realloc). */
+size_t heap_run_request(void *p);
 /* Report a free of p that is not a live allocation, and abort. */
 _Noreturn void heap_bad_free(const void *p, uintptr_t pm_entry, const char *op);
 

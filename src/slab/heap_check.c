@@ -93,11 +93,14 @@ static void check_slab(struct slab *s, struct ctx *c)
         return;
     }
     const struct slab_geom *g = &slab_geom[s->cls];
+    struct heap *owner = (struct heap *)(atomic_load_explicit(&s->owner, memory_order_relaxed) & ~(uintptr_t)1);
     if (s->cls >= SL_NIDS || !g->key || g->pages != s->h.npages || g->size != s->size ||
         s->capacity != bytes / s->size || s->link_off != g->link_off)
         FAIL("slab does not have its cache's geometry:", base, "cache id", s->cls);
     if (s->state < SLAB_CURRENT || s->state > SLAB_NOTIFY || s->carved > s->capacity)
         FAIL("slab in no state:", base, "state", s->state);
+    if (owner->fork_orphan)
+        return; /* its thread stopped at fork, maybe mid-operation: repaired before use */
     c->slabs_by_state[s->state]++;
     size_t nfree = 0;
     for (void *p = s->free; p; p = *slab_link(s, p)) {
@@ -229,7 +232,8 @@ void heap_check_all(void)
     c.forked = heaps_forked();
     for (struct heap *h = heaps_all(); h; h = h->all_next) {
         check_pcache(&h->pcache, &c.parked);
-        check_heap(h, &c);
+        if (!h->fork_orphan) /* lists of a thread stopped by fork: maybe mid-update */
+            check_heap(h, &c);
     }
     page_check(check_run, &c);
     if (c.parked.slot)

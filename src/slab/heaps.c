@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <string.h>
 
 #include "../base/lock.h"
 #include "../meta/meta.h"
@@ -41,6 +42,8 @@ static bool id_live(struct heap *h, unsigned id)
 /* Collect remote frees on s; release it if it is empty (and not current). */
 static void collect_or_release(struct heap *h, struct slab *s, struct page_cache *pc, size_t *released)
 {
+    if (h->fork_orphan)
+        slab_repair(s);
     if (slab_collect(s))
         heap_count(h, STAT_remote_collect, 1);
     if (!s->used && s->state == SLAB_PARTIAL) {
@@ -97,7 +100,13 @@ bool orphan_adopt(struct heap *h, unsigned id)
             continue;
         struct slab *s;
         while ((s = *heap_partial(o, id))) {
-            slab_list_unlink(heap_partial(o, id), s);
+            /* popped by the head alone: a fork orphan's prev links may be stale */
+            *heap_partial(o, id) = s->next;
+            if (s->next)
+                s->next->prev = NULL;
+            s->next = s->prev = NULL;
+            if (o->fork_orphan)
+                slab_repair(s);
             slab_collect(s);
             if (!s->used) {
                 s->state = 0;
@@ -136,9 +145,12 @@ struct heap *heap_get_slow(void)
         if (pthread_key_create(&exit_key, thread_exit_cb) == 0)
             atomic_store_explicit(&exit_key_ready, 1, memory_order_relaxed);
     }
-    if (orphans) {
-        h = orphans;
-        orphans = h->orphan_next;
+    struct heap **it = &orphans; /* a fork orphan is never taken over whole */
+    while (*it && (*it)->fork_orphan)
+        it = &(*it)->orphan_next;
+    if (*it) {
+        h = *it;
+        *it = h->orphan_next;
         h->orphan_next = NULL;
         h->orphan = false;
         st_relaxed(&norphans, ld_relaxed(&norphans) - 1);
@@ -306,6 +318,11 @@ void heap_fork_child(void)
         if (h == tls_heap || h->orphan)
             continue;
         forked_with_threads = true;
+        h->fork_orphan = true;
+        /* its page cache may be mid-push: forget it (those runs stay
+         * mapped, unused, in this process) rather than trust it */
+        memset(h->pcache.count, 0, sizeof h->pcache.count);
+        h->pcache.pages = 0;
         h->orphan = true;
         h->orphan_next = orphans;
         orphans = h;

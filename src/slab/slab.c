@@ -88,6 +88,33 @@ bool slab_free_remote(struct slab *s, void *p)
     return old & SLAB_FULL_BIT;
 }
 
+void slab_repair(struct slab *s)
+{
+    uint64_t on_free[(UINT16_MAX + 1) / 64] = { 0 }; /* object index (capacity is 16-bit) -> on the free list */
+    uint8_t *base = slab_base(s);
+    unsigned nfree = 0;
+    for (void **link = &s->free; *link; link = slab_link(s, *link)) {
+        uintptr_t off = (uintptr_t)*link - (uintptr_t)base;
+        unsigned i = (unsigned)(off / s->size);
+        if (off >= (uintptr_t)s->carved * s->size || off % s->size || (on_free[i / 64] >> (i % 64) & 1)) {
+            *link = NULL; /* a half-written link: the rest is found again below */
+            break;
+        }
+        on_free[i / 64] |= (uint64_t)1 << (i % 64);
+        bitmap_clear_owner((uintptr_t)*link);
+        nfree++;
+    }
+    for (unsigned i = 0; i < s->carved; i++) {
+        uint8_t *p = base + (size_t)i * s->size;
+        if ((on_free[i / 64] >> (i % 64) & 1) || bitmap_test((uintptr_t)p))
+            continue;
+        *slab_link(s, p) = s->free; /* neither live nor free: lost mid-operation */
+        s->free = p;
+        nfree++;
+    }
+    s->used = (uint16_t)(s->carved - nfree);
+}
+
 bool slab_is_object_start(struct slab *s, const void *p)
 {
     uintptr_t off = (uintptr_t)p - (uintptr_t)slab_base(s);

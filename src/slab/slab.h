@@ -98,6 +98,11 @@ unsigned slab_collect(struct slab *s);
 /* Remote free (another thread's slab): validate, push with one CAS; returns
  * true if the slab was FULL and the caller must notify its owner. */
 bool slab_free_remote(struct slab *s, void *p);
+/* Make the counts of a slab whose owner may have stopped mid-operation (a
+ * thread that did not survive fork) agree again: objects on the free list
+ * are not live, carved objects neither live nor free go on the free list,
+ * and used == carved - |free|. A free list that leaves the slab is cut. */
+void slab_repair(struct slab *s);
 /* Is p the start of an object of this slab (for error messages)? */
 bool slab_is_object_start(struct slab *s, const void *p);
 
