@@ -7,6 +7,7 @@
  *
  * Lock order, taken in this order by the fork prepare handler:
  *   0 glibc's stdio list lock (_IO_list_lock), when the process has threads
+ *   0' quarantine_lock (checked.c; a leaf, taken alone)
  *   1 heaps_lock (heaps.c)  2 huge_lock (huge.c)  3 purge_lock (purge.c)
  *   4 page heap lock (page.c)  5 meta_lock (meta.c)
  * The child resets them all, orphans every other thread's heap, and lets
@@ -35,6 +36,7 @@
 #include "../reclaim/reclaimer.h"
 #include "../slab/heap.h"
 #include "../stats/stats.h"
+#include "checked.h"
 
 /* glibc's exported stdio list lock; weak, so another libc runs without. */
 extern void _IO_list_lock(void) __attribute__((weak));
@@ -43,27 +45,46 @@ extern void _IO_list_resetlock(void) __attribute__((weak));
 extern char __libc_single_threaded __attribute__((weak));
 static bool stdio_locked; /* by the forking thread, prepare to parent/child */
 
+/* sluice's locks in the order fork takes them (the numbers above). */
+#define NFORK_LOCKS 6
+static sl_lock *fork_locks[NFORK_LOCKS];
+static bool fork_held[NFORK_LOCKS]; /* taken by the prepare handler */
+
+static void fork_locks_init(void)
+{
+    sl_lock *const order[NFORK_LOCKS] = { checked_fork_lock(), heap_fork_lock(), huge_fork_lock(),
+                                          purge_fork_lock(),   page_fork_lock(), meta_fork_lock() };
+    for (int i = 0; i < NFORK_LOCKS; i++)
+        fork_locks[i] = order[i];
+}
+
+/* A fork from a signal handler that interrupted this thread inside sluice
+ * (it holds one of the locks) cannot take the others in order: their
+ * holders may wait for the one it holds. Then each lock it lacks is tried
+ * for a bounded time, and one it cannot get is not held across fork (the
+ * child resets every lock; what that lock guarded may be mid-update in the
+ * child, which the slab layer repairs for heaps orphaned by fork). glibc's
+ * own malloc deadlocks there; POSIX promises nothing for a multi-threaded
+ * program. The stdio list lock is left to glibc in that case. */
 static void fork_prepare(void)
 {
-    stdio_locked = _IO_list_lock && _IO_list_unlock && _IO_list_resetlock &&
+    bool inside = false;
+    for (int i = 0; i < NFORK_LOCKS; i++)
+        inside |= lock_held_by_self(fork_locks[i]);
+    stdio_locked = !inside && _IO_list_lock && _IO_list_unlock && _IO_list_resetlock &&
                    !(&__libc_single_threaded && __libc_single_threaded);
     if (stdio_locked)
         _IO_list_lock();
     st_relaxed(&lock_fork_active, 1);
-    heap_fork_prepare();
-    huge_fork_prepare();
-    purge_fork_prepare();
-    page_fork_prepare();
-    meta_fork_prepare();
+    for (int i = 0; i < NFORK_LOCKS; i++)
+        fork_held[i] = lock_acquire_fork(fork_locks[i], inside);
 }
 
 static void fork_parent(void)
 {
-    meta_fork_parent();
-    page_fork_parent();
-    purge_fork_parent();
-    huge_fork_parent();
-    heap_fork_parent();
+    for (int i = NFORK_LOCKS; i-- > 0;)
+        if (fork_held[i])
+            lock_release(fork_locks[i]);
     st_relaxed(&lock_fork_active, 0);
     if (stdio_locked)
         _IO_list_unlock();
@@ -71,11 +92,10 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-    meta_fork_child();
-    page_fork_child();
+    for (int i = 0; i < NFORK_LOCKS; i++)
+        lock_reset(fork_locks[i]);
     purge_fork_child();
     reclaimer_fork_child();
-    huge_fork_child();
     heap_fork_child();
     st_relaxed(&lock_fork_active, 0);
     if (stdio_locked)
@@ -89,7 +109,9 @@ sl_hidden char sl_init_linked;
 __attribute__((constructor)) static void sluice_init(void)
 {
     options_init();
+    checked_init();
     reclaimer_init();
+    fork_locks_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 

@@ -15,6 +15,7 @@
 #include "../base/fatal.h"
 #include "../huge/huge.h"
 #include "../slab/heap.h"
+#include "checked.h"
 #include "sluice.h"
 
 /* pull init.c (fork handlers, options, exit stats) into static links */
@@ -26,6 +27,8 @@ __attribute__((used)) static char *const init_linked = &sl_init_linked;
 
 static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
 {
+    if (unlikely(sl_checked))
+        return checked_alloc(n, align, zero);
     if (n <= MEDIUM_MAX && align <= MEDIUM_MAX_ALIGN) {
         bool clean;
         void *p = heap_alloc_run(n, align, &clean);
@@ -40,9 +43,11 @@ static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
     return p;
 }
 
+/* sl_small_limit is SL_SMALL_MAX, or 0 in checked mode (checked.h): the
+ * same one compare either way. */
 sl_inline void *alloc(size_t n)
 {
-    if (likely(n <= SL_SMALL_MAX))
+    if (likely(n <= sl_small_limit))
         return heap_alloc_small(n);
     return alloc_large_slow(n, 0, false);
 }
@@ -67,7 +72,7 @@ static void *alloc_aligned(size_t align, size_t n)
 {
     if (align <= SL_GRAIN)
         return alloc(n);
-    if (align <= SL_PAGE) {
+    if (align <= SL_PAGE && sl_small_limit && n <= sl_small_limit) {
         unsigned c = aligned_class(n, align);
         if (c < SL_NCLASSES)
             return heap_alloc_small(class_size[c]);
@@ -77,10 +82,33 @@ static void *alloc_aligned(size_t align, size_t n)
 
 void *sl_malloc(size_t n) { return alloc(n); }
 
+void *malloc_block_raw(size_t n, size_t align)
+{
+    if (align <= SL_PAGE) {
+        unsigned c = aligned_class(n, align < SL_GRAIN ? SL_GRAIN : align);
+        if (c < SL_NCLASSES)
+            return heap_alloc_small(class_size[c]);
+    }
+    return heap_alloc_run(n, align, NULL);
+}
+
+/* Checked mode: is p one of checked.c's pointers (a block-backed one has
+ * no live bit, a mapped one is not its mapping's start)? */
+static bool checked_ptr(const void *p, uintptr_t e)
+{
+    if (!sl_checked)
+        return false;
+    if (e & PM_BLOCK)
+        return !bitmap_test((uintptr_t)p);
+    return (e & PM_HUGE) && p != ((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK))->base;
+}
+
 static sl_cold void free_other_slow(void *p, uintptr_t e)
 {
     if (!p)
         return;
+    if (checked_ptr(p, e))
+        return checked_free(p);
     if (e & PM_HUGE) {
         struct heap *h = tls_heap;
         if (h != &heap_empty)
@@ -106,7 +134,7 @@ void *sl_calloc(size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    if (total > SL_SMALL_MAX)
+    if (total > sl_small_limit)
         return alloc_large_slow(total, 0, true);
     void *p = heap_alloc_small(total);
     if (likely(p))
@@ -118,6 +146,8 @@ void *sl_calloc(size_t n, size_t size)
 static size_t usable_checked(const void *p, const char *op)
 {
     uintptr_t e = pagemap_get((uintptr_t)p);
+    if (checked_ptr(p, e))
+        return checked_usable(p);
     if (e & PM_BLOCK) {
         if (!bitmap_test((uintptr_t)p))
             heap_bad_free(p, e, op);
@@ -152,6 +182,8 @@ static void *realloc_move(void *p, size_t old, size_t n)
 
 static sl_noinline void *realloc_huge_or_bad(void *p, uintptr_t e, size_t n)
 {
+    if (checked_ptr(p, e))
+        return checked_realloc(p, n);
     size_t old = usable_checked(p, "realloc"); /* aborts on a bad pointer */
     if (n > HUGE_MIN) {
         void *q = huge_realloc((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK), p, n);
@@ -267,6 +299,8 @@ void sl_free_aligned_sized(void *p, size_t align, size_t size)
 {
     if (!p)
         return;
+    if (checked_ptr(p, pagemap_get((uintptr_t)p)))
+        return checked_free_sized(p, size);
     usable_checked(p, "free");
     if (!size_matches(p, size, align))
         sl_fatal("sized free with the wrong size:", p, "size given", size);

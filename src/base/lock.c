@@ -50,6 +50,26 @@ void lock_release_slow(sl_lock *l)
 
 bool lock_try(sl_lock *l) { return try_once(l); }
 
+#define FORK_TRY_SPINS (1L << 22) /* some milliseconds */
+
+bool lock_acquire_fork(sl_lock *l, bool bounded)
+{
+    if (!bounded) {
+        lock_acquire(l); /* a lock this thread holds is re-entered (nested) */
+        return true;
+    }
+    if (lock_held_by_self(l)) {
+        l->nested++;
+        return true;
+    }
+    for (long i = 0; i < FORK_TRY_SPINS; i++) {
+        if (ld_relaxed(&l->owner) == NULL && try_once(l))
+            return true;
+        cpu_relax();
+    }
+    return false;
+}
+
 void lock_reset(sl_lock *l)
 {
     atomic_store_explicit(&l->owner, NULL, memory_order_relaxed);

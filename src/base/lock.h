@@ -57,5 +57,13 @@ sl_inline void lock_release(sl_lock *l)
 
 bool lock_try(sl_lock *l);
 void lock_reset(sl_lock *l);
+/* Does this thread hold l? (fork's prepare handler) */
+sl_inline bool lock_held_by_self(sl_lock *l) { return atomic_load_explicit(&l->owner, memory_order_relaxed) == lock_self(); }
+/* The fork prepare handler's acquire. bounded: this thread already holds a
+ * lock of sluice (a signal handler forked inside the allocator), so taking
+ * one it does not hold may break the lock order: the holder may wait for
+ * the lock this thread holds. Then it tries for a bounded time and gives
+ * up (false): the lock is not held across fork, and the child resets it. */
+bool lock_acquire_fork(sl_lock *l, bool bounded);
 
 #endif

@@ -187,14 +187,22 @@ size_t bulk_alloc(struct heap *h, unsigned id, size_t n, void **out)
     return n;
 }
 
-void sl_free_bulk(void **ptrs, size_t n) { bulk_free(ptrs, n, ANY_CACHE); }
+void sl_free_bulk(void **ptrs, size_t n)
+{
+    if (unlikely(sl_small_limit == 0)) { /* checked mode: each pointer is checked */
+        for (size_t i = 0; i < n; i++)
+            sl_free(ptrs[i]);
+        return;
+    }
+    bulk_free(ptrs, n, ANY_CACHE);
+}
 
 size_t sl_alloc_bulk(size_t size, size_t n, void **out)
 {
     if (!n)
         return 0;
     struct heap *h;
-    if (size > SL_SMALL_MAX || !(h = heap_get())) {
+    if (size > sl_small_limit || !(h = heap_get())) { /* checked mode too: one by one */
         for (size_t i = 0; i < n; i++)
             if (!(out[i] = sl_malloc(size))) {
                 sl_free_bulk(out, i);

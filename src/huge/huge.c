@@ -315,6 +315,4 @@ void huge_check_all(void)
     lock_release(&huge_lock);
 }
 
-void huge_fork_prepare(void) { lock_acquire(&huge_lock); }
-void huge_fork_parent(void) { lock_release(&huge_lock); }
-void huge_fork_child(void) { lock_reset(&huge_lock); }
+struct sl_lock *huge_fork_lock(void) { return &huge_lock; }

@@ -27,6 +27,7 @@ struct huge {
     size_t map_size;  /* mapping length, multiple of 2 MiB */
     size_t req_size;  /* last requested size (free_sized checks it) */
     bool live;        /* huge_lock */
+    bool quarantined; /* checked mode: freed, PROT_NONE, awaiting release */
     uint8_t state;    /* cached: enum page_state, huge_lock */
     uint64_t state_ms; /* cached: when it entered that state */
     struct huge *next; /* cache list, huge_lock */
@@ -48,8 +49,6 @@ struct huge_gauges {
 };
 void huge_gauges(struct huge_gauges *g);
 void huge_check_all(void); /* sl_check's part; aborts on a broken invariant */
-void huge_fork_prepare(void);
-void huge_fork_parent(void);
-void huge_fork_child(void);
+struct sl_lock *huge_fork_lock(void); /* for fork's handlers */
 
 #endif

@@ -61,6 +61,4 @@ void meta_free(void *p, size_t size)
 }
 
 size_t meta_bytes(void) { return ld_relaxed(&mapped); }
-void meta_fork_prepare(void) { lock_acquire(&meta_lock); }
-void meta_fork_parent(void) { lock_release(&meta_lock); }
-void meta_fork_child(void) { lock_reset(&meta_lock); }
+struct sl_lock *meta_fork_lock(void) { return &meta_lock; }

@@ -13,8 +13,6 @@
 void *meta_alloc(size_t size);   /* NULL + ENOMEM */
 void  meta_free(void *p, size_t size);
 size_t meta_bytes(void);         /* mapped for records, for the stats */
-void  meta_fork_prepare(void);
-void  meta_fork_parent(void);
-void  meta_fork_child(void);
+struct sl_lock *meta_fork_lock(void); /* for fork's handlers */
 
 #endif

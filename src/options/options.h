@@ -13,6 +13,8 @@
 
 #define SL_OPTION_LIST(X)                                                                         \
     X(stats, "SLUICE_STATS", 0, parse_long, "1: print statistics to stderr at exit")                \
+    X(check, "SLUICE_CHECK", 0, parse_long,                                                         \
+      "1: checked mode: canaries, zero fill, quarantine, guard pages (api/checked.c)")             \
     X(purge, "SLUICE_PURGE", PURGE_FREE, parse_purge, "free | dontneed | off: how free memory goes back") \
     X(dirty_decay_ms, "SLUICE_DIRTY_DECAY_MS", 1000, parse_long,                                    \
       "ms freed memory stays dirty (resident) before it is purged; 0: at once")                   \

@@ -79,6 +79,14 @@ static int advise(void *p, size_t size, int advice)
 
 int os_huge(void *p, size_t size) { return advise(p, size, MADV_HUGEPAGE); }
 
+int os_protect(void *p, size_t size, bool rw)
+{
+    int saved = errno;
+    int r = mprotect(p, size, rw ? PROT_READ | PROT_WRITE : PROT_NONE) ? errno : 0;
+    errno = saved;
+    return r;
+}
+
 static _Atomic int madv_free_refused;
 
 enum os_purge os_purge(void *p, size_t size, enum os_purge how)

@@ -375,6 +375,4 @@ void page_gauges(struct page_gauges *g)
     lock_release(&heap.lock);
 }
 
-void page_fork_prepare(void) { lock_acquire(&heap.lock); }
-void page_fork_parent(void) { lock_release(&heap.lock); }
-void page_fork_child(void) { lock_reset(&heap.lock); }
+sl_lock *page_fork_lock(void) { return &heap.lock; }

@@ -15,6 +15,7 @@
 #ifndef SL_PAGE_H
 #define SL_PAGE_H
 
+#include "../base/lock.h"
 #include "../stats/stats.h"
 #include "block.h"
 
@@ -61,8 +62,6 @@ void page_purge_decay(uint64_t now_ms, bool force);
 enum page_state page_advise(void *p, size_t bytes, enum page_state to);
 void page_purge_all(void);
 bool page_purge_pending(void); /* any dirty or lazy pages? */
-void purge_fork_prepare(void);  /* lock order: before page_fork_prepare */
-void purge_fork_parent(void);
 void purge_fork_child(void);
 /* Hooks for the reclaimer (called outside every lock): start, when there
  * is something to decay, so the thread is started lazily (it returns false
@@ -81,8 +80,8 @@ void page_check(void (*run)(struct page *head, void *arg), void *arg);
 /* Each allocated run's head, for the statistics (page heap lock held). */
 void page_walk_runs(void (*fn)(struct page *head, void *arg), void *arg);
 
-void page_fork_prepare(void);
-void page_fork_parent(void);
-void page_fork_child(void);
+/* The locks fork's handlers take (api/init.c has the order). */
+sl_lock *page_fork_lock(void);
+sl_lock *purge_fork_lock(void);
 
 #endif

@@ -142,7 +142,7 @@ static size_t check_list(struct block *head, enum pb_type type, uint8_t list, si
 void page_check(void (*run)(struct page *head, void *arg), void *arg)
 {
     struct walk w = { .run = run, .arg = arg };
-    purge_fork_prepare(); /* purge_lock: no span in flight */
+    lock_acquire(purge_fork_lock()); /* no span in flight */
     lock_acquire(&heap.lock);
     pagemap_walk(visit, &w);
     if (w.blocks != heap.nblocks)
@@ -169,7 +169,7 @@ void page_check(void (*run)(struct page *head, void *arg), void *arg)
     if (w.active != ld_relaxed(&heap.active_pages))
         FAIL("global active page count wrong: counted", NULL, "active pages", w.active);
     lock_release(&heap.lock);
-    purge_fork_parent();
+    lock_release(purge_fork_lock());
 }
 
 /* ---- the statistics' walk ---------------------------------------------- */

@@ -348,11 +348,9 @@ void page_purge_cap(void)
         enforce_cap(ld_relaxed(&heap.dirty_pages), dirty_cap(), UINT64_MAX, true);
 }
 
-void purge_fork_prepare(void) { lock_acquire(&purge_lock); }
-void purge_fork_parent(void) { lock_release(&purge_lock); }
+sl_lock *purge_fork_lock(void) { return &purge_lock; }
 /* After fork the child has no reclaimer thread: let the hook fire again. */
 void purge_fork_child(void)
 {
-    lock_reset(&purge_lock);
     st_relaxed(&hook_fired, 0);
 }

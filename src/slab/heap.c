@@ -216,8 +216,12 @@ struct slab *heap_refill(struct heap *h, unsigned id)
     return s;
 }
 
+void *(*heap_checked_alloc0)(void);
+
 void *heap_alloc_small_slow(struct heap *h, unsigned cls)
 {
+    if (unlikely(cls == 0) && heap_checked_alloc0) /* checked mode's malloc(0): cur[0] stays empty */
+        return heap_checked_alloc0();
     if (h == &heap_empty && !(h = heap_get_slow()))
         return NULL;
     struct slab *s = heap_refill(h, cls);
@@ -291,11 +295,16 @@ void heap_free_object(struct slab *s, void *p)
         heap_wake(owner, s);
 }
 
+void (*heap_checked_free)(void *p);
+
 void heap_free_block_slow(void *p)
 {
     uintptr_t a = (uintptr_t)p;
-    if (!bitmap_test(a))
+    if (!bitmap_test(a)) {
+        if (heap_checked_free) /* checked mode: its pointers have no live bit */
+            return heap_checked_free(p);
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
+    }
     struct page *head = page_head(page_of(p));
     if (head->h.kind == PG_RUN)
         return run_free(p);

@@ -66,6 +66,13 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls);
 /* Count on h, or globally (slow paths only) when h is heap_empty. */
 void heap_count(struct heap *h, enum sl_stat id, uint64_t n);
 void heap_free_block_slow(void *p);
+/* Set by the checked mode (api/checked.c): a block free of an address with
+ * no live bit goes there instead of being reported at once. */
+extern void (*heap_checked_free)(void *p);
+/* Set by the checked mode: in it only a request of 0 bytes reaches the
+ * small fast path (sl_small_limit is 0), whose class-0 slab it keeps empty;
+ * the slow path hands such a request over. */
+extern void *(*heap_checked_alloc0)(void);
 struct heap *heap_get_slow(void); /* this thread's heap, created if needed */
 
 sl_inline struct heap *heap_get(void)
@@ -182,8 +189,7 @@ void heap_sum_stats(uint64_t out[STAT_COUNT]);
 void heap_check_all(void);
 /* Bytes in live slab objects (by size class) and live runs: mallinfo. */
 size_t heap_in_use_bytes(void);
-void heap_fork_prepare(void);
-void heap_fork_parent(void);
+sl_lock *heap_fork_lock(void); /* heaps_lock, for fork's handlers */
 void heap_fork_child(void);
 
 #endif

@@ -306,14 +306,12 @@ bool heaps_forked(void) { return forked_with_threads; }
 
 /* ---- fork ---------------------------------------------------------------- */
 
-void heap_fork_prepare(void) { lock_acquire(&heaps_lock); }
-void heap_fork_parent(void) { lock_release(&heaps_lock); }
+sl_lock *heap_fork_lock(void) { return &heaps_lock; }
 
 /* In the child only this thread survives: every other heap is orphaned so
  * its slabs are adopted or reclaimed instead of leaking. */
 void heap_fork_child(void)
 {
-    lock_reset(&heaps_lock);
     for (struct heap *h = all_heaps; h; h = h->all_next) {
         if (h == tls_heap || h->orphan)
             continue;

@@ -31,6 +31,10 @@
 
 #define SL_NCLASSES  64
 #define SL_SMALL_MAX 16384
+/* The largest request the small fast path takes: SL_SMALL_MAX, or 0 in
+ * checked mode (SLUICE_CHECK=1, api/checked.c), which then sees every
+ * request through the slow path. One compare either way. */
+extern size_t sl_small_limit sl_hidden;
 
 extern const uint32_t class_size[SL_NCLASSES];
 extern const uint8_t class_pages[SL_NCLASSES];

@@ -1,0 +1,297 @@
+/* checked.c — SLUICE_CHECK=1, the checked mode: the equivalent of glibc's
+ * MALLOC_CHECK_, jemalloc's opt.junk and mimalloc's secure mode. It costs
+ * time and memory; the default mode pays nothing for it (the dispatch rides
+ * on branches the default paths already take: see malloc.c).
+ *
+ * Every allocation of the malloc family (and the bulk calls, which then go
+ * one by one) gets its own block from the normal paths, laid out as
+ *   [header 32][user bytes n][tail canary >= 32 up to the block end]
+ * the header holding n, the offset from the block start, a state and a
+ * check word (a keyed hash of all three and the address). Object caches
+ * are not checked.
+ *   - free, realloc, free_sized check the pad, the header and the tail
+ *     canary: an underflow or an overflow of even one byte is reported
+ *     ("heap buffer overflow", "underflow or corrupted header").
+ *   - free zeroes the user bytes and puts the block in a quarantine (FIFO,
+ *     QUARANTINE_ENTRIES blocks, QUARANTINE_BYTES): freed memory is not
+ *     reused at once; when a block leaves the quarantine its bytes must
+ *     still be zero, or a write after free is reported. A second free of a
+ *     quarantined block is a double free, so is one after (the block's
+ *     live bit is gone by then).
+ *   - malloc and calloc hand out zeroed memory.
+ *   - free_sized checks the size exactly; malloc_usable_size is n.
+ *   - allocations of CHECK_MAP_MIN and more get a huge mapping of their
+ *     own, the object placed against PROT_NONE guard pages (the rest of the
+ *     mapping); a freed one is made PROT_NONE while quarantined, so any
+ *     access after free faults. malloc(0) returns the first byte of such a
+ *     guard, so that reading or writing it faults.
+ */
+#define _GNU_SOURCE
+#include "checked.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#include "../base/fatal.h"
+#include "../base/lock.h"
+#include "../huge/huge.h"
+#include "../options/options.h"
+#include "../os/os.h"
+#include "../slab/heap.h"
+#include "sluice.h"
+
+#define FRONT              32 /* pad + header before the user pointer */
+#define TAIL_MIN           32 /* an overflow of up to 32 bytes stays in the own canary */
+#define CHECK_MAP_MIN      ((size_t)64 << 10)
+#define QUARANTINE_ENTRIES 256
+#define QUARANTINE_BYTES   ((size_t)16 << 20)
+
+enum { LIVE = 0x4c495645u, FREED = 0x46524545u };
+
+struct chk_hdr {
+    uint64_t size;   /* n, as asked */
+    uint32_t offset; /* user pointer - block start */
+    uint32_t state;  /* LIVE or FREED */
+    uint64_t check;  /* keyed hash of the above, spare and the address */
+    uint64_t spare;  /* bytes from the user pointer to the end of the tail canary, keyed */
+};
+_Static_assert(sizeof(struct chk_hdr) == 32, "header is the front");
+
+bool sl_checked;
+static uint64_t secret;
+static sl_lock quarantine_lock = SL_LOCK_INIT;
+static struct {
+    uint8_t *p[QUARANTINE_ENTRIES];
+    unsigned head, count;
+    size_t bytes;
+} q;
+
+static void *checked_alloc0(void);
+
+void checked_init(void)
+{
+    const void *r = (const void *)getauxval(AT_RANDOM); /* 16 random bytes, unaligned */
+    uint64_t k[2] = { 0x9e3779b97f4a7c15ull, 0 };
+    if (r)
+        memcpy(k, r, sizeof k);
+    secret = (k[0] ^ k[1]) | 1;
+    if (sl_opt.check) {
+        sl_checked = true;
+        sl_small_limit = 0;
+        heap_checked_free = checked_free;
+        heap_checked_alloc0 = checked_alloc0;
+    }
+}
+
+sl_lock *checked_fork_lock(void) { return &quarantine_lock; }
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x7fb5d329728ea185ull;
+    x ^= x >> 27;
+    x *= 0x81dadef4bc2dd44dull;
+    return x ^ (x >> 33);
+}
+
+static uint8_t canary(uintptr_t a) { return (uint8_t)(mix((a >> 3) ^ secret) >> (8 * (a & 7))) | 1; }
+
+static struct chk_hdr *hdr_of(uint8_t *p) { return (struct chk_hdr *)(p - FRONT); }
+static uint64_t spare_of(uint8_t *p) { return mix((uintptr_t)p ^ secret ^ 0x5a5a5a5a5a5a5a5aull); }
+static uint64_t hdr_check(const struct chk_hdr *h, uint8_t *p)
+{
+    return mix(h->size ^ mix((uint64_t)h->offset << 32 ^ h->state ^ mix((uintptr_t)p ^ secret ^ h->spare)));
+}
+
+static void fill_canary(uint8_t *from, uint8_t *to)
+{
+    for (uint8_t *a = from; a < to; a++)
+        *a = canary((uintptr_t)a);
+}
+
+static uint8_t *first_bad_canary(uint8_t *from, uint8_t *to)
+{
+    for (uint8_t *a = from; a < to; a++)
+        if (*a != canary((uintptr_t)a))
+            return a;
+    return NULL;
+}
+
+/* ---- allocation ---------------------------------------------------------- */
+
+/* malloc(0): the pointer is the first byte of a guard page, so that any
+ * read or write through it faults; where no mapping can be had (too many),
+ * a block whose tail canary catches a write at free. */
+static void *checked_alloc0(void) { return checked_alloc(0, SL_GRAIN, true); }
+
+void *checked_alloc(size_t n, size_t align, bool zero)
+{
+    (void)zero; /* always zeroed */
+    if (align < SL_GRAIN)
+        align = SL_GRAIN;
+    size_t offset = align_up(FRONT, align), need;
+    if (__builtin_add_overflow(offset, n, &need) || __builtin_add_overflow(need, TAIL_MIN + SL_PAGE, &need) ||
+        need > PTRDIFF_MAX / 2) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    uint8_t *base = NULL, *p, *end;
+    if (n >= CHECK_MAP_MIN || n == 0 || align > SL_PAGE) {
+        /* the object against a guard page at the end of the used pages */
+        /* against the guard: no tail, the first byte past it faults */
+        size_t data = align_up(offset + n, SL_PAGE);
+        base = huge_alloc(data + SL_PAGE, align > SL_BLOCK ? align : SL_BLOCK, false);
+        /* the guard: every page of the mapping past the data (at least one) */
+        size_t map = base ? ((struct huge *)(pagemap_get((uintptr_t)base) & ~(uintptr_t)PM_KIND_MASK))->map_size : 0;
+        if (base && os_protect(base + data, map - data, false)) { /* no more mappings to split */
+            sl_free(base);
+            base = NULL;
+        }
+        if (!base && n)
+            return NULL;
+        if (base) {
+            end = base + data;
+            p = (uint8_t *)align_down((uintptr_t)(end - n), align); /* n == 0: the guard itself */
+            if (p < base + offset)
+                p = base + offset;
+        }
+    }
+    if (!base) {
+        size_t inner = offset + n + TAIL_MIN;
+        base = malloc_block_raw(inner, align);
+        if (!base)
+            return NULL;
+        p = base + offset;
+        end = base + heap_usable_size(base);
+    }
+    struct chk_hdr *h = hdr_of(p);
+    fill_canary(base, (uint8_t *)h);
+    h->size = n;
+    h->offset = (uint32_t)(p - base);
+    h->state = LIVE;
+    h->spare = (uint64_t)(end - p) ^ spare_of(p); /* where the tail canary ends */
+    h->check = hdr_check(h, p);
+    memset(p, 0, n);
+    fill_canary(p + n, end);
+    return p;
+}
+
+/* ---- validation ---------------------------------------------------------- */
+
+/* The header of a live checked allocation at p, after every check; aborts
+ * (naming op) otherwise. *hd: its huge descriptor, or NULL. */
+static struct chk_hdr *validate(uint8_t *p, const char *op, struct huge **hdp)
+{
+    uintptr_t e = pagemap_get((uintptr_t)p);
+    struct huge *hd = NULL;
+    if (e & PM_HUGE) {
+        hd = (struct huge *)(e & ~(uintptr_t)PM_KIND_MASK);
+        if (!hd->live || hd->quarantined)
+            sl_fatal("double free of", p, "checked mode, huge mapping of bytes", hd->map_size);
+        if (p < hd->base + FRONT || p >= hd->base + hd->map_size)
+            heap_bad_free(p, e, op);
+    } else if (!(e & PM_BLOCK) || ((uintptr_t)p & (SL_GRAIN - 1)) || page_index(p) < BLOCK_HEADER_PAGES) {
+        heap_bad_free(p, e, op);
+    }
+    struct chk_hdr *h = hdr_of(p);
+    uint8_t *base = p - h->offset;
+    bool placed = hd ? base == hd->base
+                     : h->offset >= FRONT && h->offset <= SL_BLOCK / 2 &&
+                           (uintptr_t)base >> SL_BLOCK_SHIFT == (uintptr_t)p >> SL_BLOCK_SHIFT &&
+                           bitmap_test((uintptr_t)base);
+    if (!placed) /* not a checked allocation's start, or one already released */
+        sl_fatal(h->state == FREED ? "double free of" : "free of a pointer not returned by malloc, or a corrupted header, at",
+                 p, "checked mode", (size_t)-1);
+    if (h->check != hdr_check(h, p))
+        sl_fatal("heap buffer underflow or corrupted header before", p, "checked mode", (size_t)-1);
+    if (h->state != LIVE)
+        sl_fatal("double free of", p, "checked mode, size", h->size);
+    if (first_bad_canary(base, (uint8_t *)h))
+        sl_fatal("heap buffer underflow before", p, "size", h->size);
+    uint8_t *end = p + (h->spare ^ spare_of(p));
+    uint8_t *bad = first_bad_canary(p + h->size, end);
+    if (bad)
+        sl_fatal("heap buffer overflow past", p, "size, first bad byte at offset", (size_t)(bad - p));
+    *hdp = hd;
+    return h;
+}
+
+/* ---- free and the quarantine ------------------------------------------- */
+
+static void release(uint8_t *p)
+{
+    struct chk_hdr *h = hdr_of(p);
+    uintptr_t e = pagemap_get((uintptr_t)p);
+    if (e & PM_HUGE) {
+        struct huge *hd = (struct huge *)(e & ~(uintptr_t)PM_KIND_MASK);
+        os_protect(hd->base, hd->map_size, true);
+        hd->quarantined = false;
+        huge_free(hd, hd->base);
+        return;
+    }
+    for (size_t i = 0; i < h->size; i++)
+        if (p[i])
+            sl_fatal("write after free to", p + i, "checked mode, in a block of size", h->size);
+    heap_free_block(p - h->offset);
+}
+
+void checked_free(void *ptr)
+{
+    uint8_t *p = ptr;
+    struct huge *hd;
+    struct chk_hdr *h = validate(p, "free", &hd);
+    h->state = FREED;
+    h->check = hdr_check(h, p);
+    size_t bytes = h->size;
+    if (hd) {
+        hd->quarantined = true;
+        os_protect(hd->base, hd->map_size, false); /* any touch now faults */
+    } else {
+        memset(p, 0, h->size);
+    }
+    uint8_t *evict[QUARANTINE_ENTRIES];
+    unsigned k = 0;
+    lock_acquire(&quarantine_lock);
+    q.p[(q.head + q.count) % QUARANTINE_ENTRIES] = p;
+    q.count++;
+    q.bytes += bytes;
+    while (q.count == QUARANTINE_ENTRIES || (q.bytes > QUARANTINE_BYTES && q.count > 1)) {
+        uint8_t *old = q.p[q.head];
+        q.head = (q.head + 1) % QUARANTINE_ENTRIES;
+        q.count--;
+        uintptr_t e = pagemap_get((uintptr_t)old);
+        q.bytes -= e & PM_HUGE ? ((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK))->req_size : hdr_of(old)->size;
+        evict[k++] = old;
+    }
+    lock_release(&quarantine_lock);
+    for (unsigned i = 0; i < k; i++)
+        release(evict[i]);
+}
+
+size_t checked_usable(const void *p)
+{
+    struct huge *hd;
+    return validate((uint8_t *)p, "malloc_usable_size", &hd)->size;
+}
+
+void checked_free_sized(void *p, size_t size)
+{
+    struct huge *hd;
+    struct chk_hdr *h = validate(p, "free", &hd);
+    if (h->size != size)
+        sl_fatal("sized free with the wrong size:", p, "size given", size);
+    checked_free(p);
+}
+
+void *checked_realloc(void *p, size_t n)
+{
+    struct huge *hd;
+    struct chk_hdr *h = validate(p, "realloc", &hd);
+    void *moved = checked_alloc(n, SL_GRAIN, false);
+    if (!moved)
+        return NULL; /* p stays valid */
+    memcpy(moved, p, h->size < n ? h->size : n);
+    checked_free(p);
+    return moved;
+}
