@@ -279,7 +279,7 @@ void checked_free_sized(void *p, size_t size)
 {
     struct huge *hd;
     struct chk_hdr *h = validate(p, "free", &hd);
-    if (h->size != size)
+    if ((h->size ? h->size : 1) != (size ? size : 1)) /* 0 and 1 alike, as the default mode */
         sl_fatal("sized free with the wrong size:", p, "size given", size);
     checked_free(p);
 }
