@@ -7,7 +7,8 @@
  * NULL with errno ENOMEM and leave the old block intact; sl_check runs
  * between phases; at the end everything is freed and nothing may be left.
  *
- * Runs each purge mode in a child of its own (re-executing itself).
+ * Runs each purge mode, and the checked mode, in a child of its own
+ * (re-executing itself).
  * FAULT_STRESS_SECONDS sets the time per mode (default 4).
  */
 #define _GNU_SOURCE
@@ -362,17 +363,22 @@ int main(int argc, char **argv)
     double seconds = getenv("FAULT_STRESS_SECONDS") ? atof(getenv("FAULT_STRESS_SECONDS")) : 4;
     if (argc > 1)
         return run_mode(seconds);
-    static const char *const modes[][4] = {
-        { "free", "10", "100" }, { "dontneed", "10", "100" }, { "off", "1000", "10000" }, { "free", "0", "5" } };
+    /* purge mode, dirty decay, lazy decay, SLUICE_CHECK */
+    static const char *const modes[][4] = { { "free", "10", "100", "0" },
+                                            { "dontneed", "10", "100", "0" },
+                                            { "off", "1000", "10000", "0" },
+                                            { "free", "0", "5", "0" },
+                                            { "free", "10", "100", "1" } };
     for (unsigned m = 0; m < sizeof modes / sizeof modes[0]; m++) {
-        printf("SLUICE_PURGE=%s SLUICE_DIRTY_DECAY_MS=%s SLUICE_LAZY_DECAY_MS=%s\n", modes[m][0], modes[m][1],
-               modes[m][2]);
+        printf("SLUICE_PURGE=%s SLUICE_DIRTY_DECAY_MS=%s SLUICE_LAZY_DECAY_MS=%s SLUICE_CHECK=%s\n", modes[m][0],
+               modes[m][1], modes[m][2], modes[m][3]);
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0) {
             setenv("SLUICE_PURGE", modes[m][0], 1);
             setenv("SLUICE_DIRTY_DECAY_MS", modes[m][1], 1);
             setenv("SLUICE_LAZY_DECAY_MS", modes[m][2], 1);
+            setenv("SLUICE_CHECK", modes[m][3], 1);
             execl(argv[0], argv[0], "mode", (char *)NULL);
             _exit(127);
         }

@@ -128,6 +128,7 @@ static void *checked_alloc0(void) { return checked_alloc(0, SL_GRAIN, true); }
 void *checked_alloc(size_t n, size_t align, bool zero)
 {
     (void)zero; /* always zeroed */
+    int saved = errno;
     if (align < SL_GRAIN)
         align = SL_GRAIN;
     size_t offset = align_up(FRONT, align), need;
@@ -138,18 +139,21 @@ void *checked_alloc(size_t n, size_t align, bool zero)
     }
     uint8_t *base = NULL, *p, *end;
     if (n >= CHECK_MAP_MIN || n == 0 || align > SL_PAGE) {
-        /* the object against a guard page at the end of the used pages */
-        /* against the guard: no tail, the first byte past it faults */
+        /* the object ends where the guard starts (every page of the mapping
+         * past the data, at least one): no tail, the first byte past faults */
         size_t data = align_up(offset + n, SL_PAGE);
         base = huge_alloc(data + SL_PAGE, align > SL_BLOCK ? align : SL_BLOCK, false);
-        /* the guard: every page of the mapping past the data (at least one) */
         size_t map = base ? ((struct huge *)(pagemap_get((uintptr_t)base) & ~(uintptr_t)PM_KIND_MASK))->map_size : 0;
         if (base && os_protect(base + data, map - data, false)) { /* no more mappings to split */
             sl_free(base);
             base = NULL;
         }
-        if (!base && n)
+        if (!base && n) {
+            errno = ENOMEM;
             return NULL;
+        }
+        if (!base)
+            errno = saved; /* malloc(0) goes on in a block: a success leaves errno alone */
         if (base) {
             end = base + data;
             p = (uint8_t *)align_down((uintptr_t)(end - n), align); /* n == 0: the guard itself */
@@ -236,6 +240,17 @@ static void release(uint8_t *p)
     heap_free_block(p - h->offset);
 }
 
+/* The oldest quarantined block, off the ring (quarantine_lock held). */
+static uint8_t *quarantine_pop_locked(void)
+{
+    uint8_t *old = q.p[q.head];
+    q.head = (q.head + 1) % QUARANTINE_ENTRIES;
+    q.count--;
+    uintptr_t e = pagemap_get((uintptr_t)old);
+    q.bytes -= e & PM_HUGE ? ((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK))->req_size : hdr_of(old)->size;
+    return old;
+}
+
 void checked_free(void *ptr)
 {
     uint8_t *p = ptr;
@@ -243,7 +258,7 @@ void checked_free(void *ptr)
     struct chk_hdr *h = validate(p, "free", &hd);
     h->state = FREED;
     h->check = hdr_check(h, p);
-    size_t bytes = h->size;
+    size_t bytes = hd ? hd->req_size : h->size; /* as quarantine_pop_locked counts it */
     if (hd) {
         hd->quarantined = true;
         os_protect(hd->base, hd->map_size, false); /* any touch now faults */
@@ -256,17 +271,27 @@ void checked_free(void *ptr)
     q.p[(q.head + q.count) % QUARANTINE_ENTRIES] = p;
     q.count++;
     q.bytes += bytes;
-    while (q.count == QUARANTINE_ENTRIES || (q.bytes > QUARANTINE_BYTES && q.count > 1)) {
-        uint8_t *old = q.p[q.head];
-        q.head = (q.head + 1) % QUARANTINE_ENTRIES;
-        q.count--;
-        uintptr_t e = pagemap_get((uintptr_t)old);
-        q.bytes -= e & PM_HUGE ? ((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK))->req_size : hdr_of(old)->size;
-        evict[k++] = old;
-    }
+    while (q.count == QUARANTINE_ENTRIES || (q.bytes > QUARANTINE_BYTES && q.count > 1))
+        evict[k++] = quarantine_pop_locked();
     lock_release(&quarantine_lock);
     for (unsigned i = 0; i < k; i++)
         release(evict[i]);
+}
+
+void checked_flush(void)
+{
+    for (;;) { /* a batch at a time: release() runs outside the lock */
+        uint8_t *evict[64];
+        unsigned k = 0;
+        lock_acquire(&quarantine_lock);
+        while (q.count && k < 64)
+            evict[k++] = quarantine_pop_locked();
+        lock_release(&quarantine_lock);
+        if (!k)
+            return;
+        for (unsigned i = 0; i < k; i++)
+            release(evict[i]);
+    }
 }
 
 size_t checked_usable(const void *p)

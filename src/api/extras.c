@@ -10,10 +10,13 @@
 #include "../huge/huge.h"
 #include "../page/page.h"
 #include "../slab/heap.h"
+#include "checked.h"
 #include "sluice.h"
 
 void sl_purge(void)
 {
+    if (sl_checked)
+        checked_flush();
     heap_collect_all();
     page_purge_all();
     huge_trim();
