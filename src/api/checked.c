@@ -123,11 +123,10 @@ static uint8_t *first_bad_canary(uint8_t *from, uint8_t *to)
 /* malloc(0): the pointer is the first byte of a guard page, so that any
  * read or write through it faults; where no mapping can be had (too many),
  * a block whose tail canary catches a write at free. */
-static void *checked_alloc0(void) { return checked_alloc(0, SL_GRAIN, true); }
+static void *checked_alloc0(void) { return checked_alloc(0, SL_GRAIN); }
 
-void *checked_alloc(size_t n, size_t align, bool zero)
+void *checked_alloc(size_t n, size_t align)
 {
-    (void)zero; /* always zeroed */
     int saved = errno;
     if (align < SL_GRAIN)
         align = SL_GRAIN;
@@ -313,7 +312,7 @@ void *checked_realloc(void *p, size_t n)
 {
     struct huge *hd;
     struct chk_hdr *h = validate(p, "realloc", &hd);
-    void *moved = checked_alloc(n, SL_GRAIN, false);
+    void *moved = checked_alloc(n, SL_GRAIN);
     if (!moved)
         return NULL; /* p stays valid */
     memcpy(moved, p, h->size < n ? h->size : n);

@@ -12,7 +12,7 @@
 extern bool sl_checked;
 
 void checked_init(void); /* at load, after the options: sets the two above */
-void *checked_alloc(size_t n, size_t align, bool zero);
+void *checked_alloc(size_t n, size_t align); /* always zeroed */
 void checked_free(void *p);
 void checked_flush(void); /* release the whole quarantine (sl_purge) */
 void *checked_realloc(void *p, size_t n);

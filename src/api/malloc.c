@@ -28,7 +28,7 @@ __attribute__((used)) static char *const init_linked = &sl_init_linked;
 static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
 {
     if (unlikely(sl_checked))
-        return checked_alloc(n, align, zero);
+        return checked_alloc(n, align); /* zeroed either way */
     if (n <= MEDIUM_MAX && align <= MEDIUM_MAX_ALIGN) {
         bool clean;
         void *p = heap_alloc_run(n, align, &clean);
