@@ -44,6 +44,56 @@ static void test_sizes(void)
     sl_free(NULL);
 }
 
+/* malloc(0) and its kin: unique slots of zones (zero.h). More than one
+ * zone's worth (131072 slots) are live at once, every pointer is distinct,
+ * a freed slot comes back only after the cursor went round, and each
+ * works with realloc, usable_size, free_sized and bulk free. */
+static int cmp_ptr(const void *x, const void *y)
+{
+    uintptr_t a = *(const uintptr_t *)x, b = *(const uintptr_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static void test_zero_size(void)
+{
+    enum { N = 300000 };
+    void **v = sl_malloc(N * sizeof *v);
+    for (size_t i = 0; i < N; i++) {
+        v[i] = i % 3 == 0 ? sl_malloc(0) : i % 3 == 1 ? sl_calloc(i, 0) : sl_realloc(NULL, 0);
+        CHECK(v[i] != NULL && aligned(v[i], 16));
+    }
+    CHECK_EQ(sl_usable_size(v[7]), 0);
+    void **sorted = sl_malloc(N * sizeof *v);
+    memcpy(sorted, v, N * sizeof *v);
+    qsort(sorted, N, sizeof *v, cmp_ptr);
+    size_t dup = 0;
+    for (size_t i = 1; i < N; i++)
+        dup += sorted[i] == sorted[i - 1];
+    CHECK_EQ(dup, 0);
+    sl_free(sorted);
+    sl_check();
+    void *freed = v[5];
+    sl_free(v[5]);
+    v[5] = sl_malloc(0);
+    CHECK(v[5] != freed); /* next-fit: not handed straight back */
+    v[6] = sl_realloc(v[6], 100); /* grows out of the zone */
+    CHECK(v[6] != NULL && sl_usable_size(v[6]) >= 100);
+    memset(v[6], 1, 100);
+    v[6] = sl_realloc(v[6], 0); /* glibc: frees, NULL */
+    CHECK(v[6] == NULL);
+    sl_free_sized(v[9], 0);
+    v[9] = NULL;
+    sl_free_bulk(v, N / 2); /* not slab objects: each goes to sl_free */
+    for (size_t i = N / 2; i < N; i++)
+        sl_free(v[i]);
+    sl_free(v);
+    void *bulk[8];
+    CHECK_EQ(sl_alloc_bulk(0, 8, bulk), 8); /* size 0 in bulk: zero-size slots too */
+    CHECK_EQ(sl_usable_size(bulk[3]), 0);
+    sl_free_bulk(bulk, 8);
+    sl_check();
+}
+
 static void test_errno(void)
 {
     errno = 1234;
@@ -391,6 +441,7 @@ static void test_many_objects(void)
 int main(void)
 {
     test_sizes();
+    test_zero_size();
     test_errno();
     test_calloc();
     test_realloc();

@@ -135,6 +135,29 @@ static void run_case(const char *name)
     } else if (!strcmp(name, "free_sized_huge_off_by_one")) {
         p = sl_malloc(3u << 20);
         sl_free_sized(p, (3u << 20) - 1);
+    } else if (!strcmp(name, "zero_double_free")) {
+        p = sl_malloc(0);
+        sl_free(p);
+        sl_free(p);
+    } else if (!strcmp(name, "zero_interior")) {
+        p = sl_calloc(3, 0);
+        sl_free(p + 8);
+    } else if (!strcmp(name, "zero_realloc_freed")) {
+        p = sl_malloc(0);
+        sl_free(p);
+        sl_realloc(p, 10);
+    } else if (!strcmp(name, "zero_free_sized_wrong")) {
+        sl_free_sized(sl_malloc(0), 1);
+    } else if (!strcmp(name, "cache_zero_object")) {
+        sl_cache_t *a = sl_cache_create("alpha", 64, 0, 0, NULL);
+        sl_cache_free(a, sl_malloc(0));
+    } else if (!strcmp(name, "zero_read")) {
+        p = sl_malloc(0);
+        stack_buf[0] = *(volatile char *)p;
+    } else if (!strcmp(name, "zero_write_after_free")) {
+        p = sl_malloc(0);
+        sl_free(p);
+        *(volatile char *)p = 1;
 #if SL_OVERRIDE
     } else if (!strcmp(name, "delete_sized_wrong")) {
         p = sl_malloc(24);
@@ -145,7 +168,7 @@ static void run_case(const char *name)
 }
 
 struct expect {
-    const char *name, *message;
+    const char *name, *message; /* message NULL: a fault (SIGSEGV), no line */
 };
 
 static const struct expect cases[] = {
@@ -177,6 +200,13 @@ static const struct expect cases[] = {
     { "free_sized_run_off_by_ten", "sluice: sized free with the wrong size: 0x" },
     { "free_sized_after_realloc", "sluice: sized free with the wrong size: 0x" },
     { "free_sized_huge_off_by_one", "sluice: sized free with the wrong size: 0x" },
+    { "zero_double_free", "sluice: double free of 0x" },
+    { "zero_interior", "sluice: free of an interior pointer 0x" },
+    { "zero_realloc_freed", "sluice: realloc of freed memory at 0x" },
+    { "zero_free_sized_wrong", "sluice: sized free with the wrong size: 0x" },
+    { "cache_zero_object", "sluice: sl_cache_free to cache 'alpha' of 0x" },
+    { "zero_read", NULL },
+    { "zero_write_after_free", NULL },
 #if SL_OVERRIDE
     { "delete_sized_wrong", "sluice: sized free with the wrong size: 0x" },
 #endif
@@ -209,9 +239,10 @@ int main(int argc, char **argv)
         close(fds[0]);
         int status;
         waitpid(pid, &status, 0);
-        int aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
-        int said = strstr(out, cases[i].message) != NULL;
-        int one_line = n > 0 && strchr(out, '\n') == out + n - 1;
+        const char *m = cases[i].message;
+        int aborted = WIFSIGNALED(status) && WTERMSIG(status) == (m ? SIGABRT : SIGSEGV);
+        int said = m ? strstr(out, m) != NULL : n == 0;
+        int one_line = m ? n > 0 && strchr(out, '\n') == out + n - 1 : 1;
         if (!aborted || !said || !one_line)
             fprintf(stderr, "case %s: aborted=%d message=%d one_line=%d stderr: %s\n", cases[i].name, aborted,
                     said, one_line, out);

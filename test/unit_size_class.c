@@ -4,13 +4,14 @@
 
 int main(void)
 {
-    for (size_t n = 0; n <= SL_SMALL_MAX; n++) {
+    CHECK_EQ(size_class(0), SL_CLASS_ZERO); /* malloc(0): a zero-size slot, not a class */
+    for (size_t n = 1; n <= SL_SMALL_MAX; n++) {
         unsigned c = size_class(n);
         if (c != size_class_arith(n)) {
             CHECK(!"the lookup table agrees with the arithmetic");
             break;
         }
-        if (c >= SL_NCLASSES || class_size[c] < n || (c > 0 && class_size[c - 1] >= n && n > 0)) {
+        if (c >= SL_NCLASSES || class_size[c] < n || (c > 0 && class_size[c - 1] >= n)) {
             CHECK(!"size_class picks the smallest class that fits");
             fprintf(stderr, "n=%zu class=%u\n", n, c);
             break;

@@ -1,6 +1,7 @@
 /* check.c — sl_check: walk every structure of sluice and check every
  * invariant (the slab and page layers in slab/heap_check.c and
- * page/page_check.c, huge mappings in huge/huge.c). Exported from every
+ * page/page_check.c, huge mappings in huge/huge.c, zero-size zones in
+ * zero/zero.c). Exported from every
  * build: it costs nothing until called. It reads state that threads own,
  * so call it while the other threads are not allocating or freeing (the
  * tests call it between phases). Returns 0, or reports the first broken
@@ -8,6 +9,7 @@
  */
 #include "../huge/huge.h"
 #include "../slab/heap.h"
+#include "../zero/zero.h"
 #include "sluice.h"
 
 int sl_check(void)
@@ -15,5 +17,6 @@ int sl_check(void)
     heap_get(); /* a heap first: nothing below may need one under a lock */
     heap_check_all();
     huge_check_all();
+    zero_check_all();
     return 0;
 }

@@ -23,8 +23,8 @@
  *   - allocations of CHECK_MAP_MIN and more get a huge mapping of their
  *     own, the object placed against PROT_NONE guard pages (the rest of the
  *     mapping); a freed one is made PROT_NONE while quarantined, so any
- *     access after free faults. malloc(0) returns the first byte of such a
- *     guard, so that reading or writing it faults.
+ *     access after free faults. malloc(0) is a zero-size slot in both
+ *     modes (zero.h): any access to it faults.
  */
 #define _GNU_SOURCE
 #include "checked.h"
@@ -67,8 +67,6 @@ static struct {
     size_t bytes;
 } q;
 
-static void *checked_alloc0(void);
-
 void checked_init(void)
 {
     const void *r = (const void *)getauxval(AT_RANDOM); /* 16 random bytes, unaligned */
@@ -80,7 +78,6 @@ void checked_init(void)
         sl_checked = true;
         sl_small_limit = 0;
         heap_checked_free = checked_free;
-        heap_checked_alloc0 = checked_alloc0;
     }
 }
 
@@ -120,14 +117,8 @@ static uint8_t *first_bad_canary(uint8_t *from, uint8_t *to)
 
 /* ---- allocation ---------------------------------------------------------- */
 
-/* malloc(0): the pointer is the first byte of a guard page, so that any
- * read or write through it faults; where no mapping can be had (too many),
- * a block whose tail canary catches a write at free. */
-static void *checked_alloc0(void) { return checked_alloc(0, SL_GRAIN); }
-
 void *checked_alloc(size_t n, size_t align)
 {
-    int saved = errno;
     if (align < SL_GRAIN)
         align = SL_GRAIN;
     size_t offset = align_up(FRONT, align), need;
@@ -137,28 +128,24 @@ void *checked_alloc(size_t n, size_t align)
         return NULL;
     }
     uint8_t *base = NULL, *p, *end;
-    if (n >= CHECK_MAP_MIN || n == 0 || align > SL_PAGE) {
+    if (n >= CHECK_MAP_MIN || align > SL_PAGE) {
         /* the object ends where the guard starts (every page of the mapping
          * past the data, at least one): no tail, the first byte past faults */
         size_t data = align_up(offset + n, SL_PAGE);
         base = huge_alloc(data + SL_PAGE, align > SL_BLOCK ? align : SL_BLOCK, false);
-        size_t map = base ? ((struct huge *)(pagemap_get((uintptr_t)base) & ~(uintptr_t)PM_KIND_MASK))->map_size : 0;
+        size_t map = base ? ((struct huge *)pagemap_region(pagemap_get((uintptr_t)base)))->map_size : 0;
         if (base && os_protect(base + data, map - data, false)) { /* no more mappings to split */
             sl_free(base);
             base = NULL;
         }
-        if (!base && n) {
+        if (!base) {
             errno = ENOMEM;
             return NULL;
         }
-        if (!base)
-            errno = saved; /* malloc(0) goes on in a block: a success leaves errno alone */
-        if (base) {
-            end = base + data;
-            p = (uint8_t *)align_down((uintptr_t)(end - n), align); /* n == 0: the guard itself */
-            if (p < base + offset)
-                p = base + offset;
-        }
+        end = base + data;
+        p = (uint8_t *)align_down((uintptr_t)(end - n), align);
+        if (p < base + offset)
+            p = base + offset;
     }
     if (!base) {
         size_t inner = offset + n + TAIL_MIN;
@@ -189,7 +176,7 @@ static struct chk_hdr *validate(uint8_t *p, const char *op, struct huge **hdp)
     uintptr_t e = pagemap_get((uintptr_t)p);
     struct huge *hd = NULL;
     if (e & PM_HUGE) {
-        hd = (struct huge *)(e & ~(uintptr_t)PM_KIND_MASK);
+        hd = pagemap_region(e);
         if (!hd->live || hd->quarantined)
             sl_fatal("double free of", p, "checked mode, huge mapping of bytes", hd->map_size);
         if (p < hd->base + FRONT || p >= hd->base + hd->map_size)
@@ -227,7 +214,7 @@ static void release(uint8_t *p)
     struct chk_hdr *h = hdr_of(p);
     uintptr_t e = pagemap_get((uintptr_t)p);
     if (e & PM_HUGE) {
-        struct huge *hd = (struct huge *)(e & ~(uintptr_t)PM_KIND_MASK);
+        struct huge *hd = pagemap_region(e);
         os_protect(hd->base, hd->map_size, true);
         hd->quarantined = false;
         huge_free(hd, hd->base);
@@ -246,7 +233,7 @@ static uint8_t *quarantine_pop_locked(void)
     q.head = (q.head + 1) % QUARANTINE_ENTRIES;
     q.count--;
     uintptr_t e = pagemap_get((uintptr_t)old);
-    q.bytes -= e & PM_HUGE ? ((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK))->req_size : hdr_of(old)->size;
+    q.bytes -= e & PM_HUGE ? ((struct huge *)pagemap_region(e))->req_size : hdr_of(old)->size;
     return old;
 }
 

@@ -8,6 +8,7 @@
  * Lock order, taken in this order by the fork prepare handler:
  *   0 glibc's stdio list lock (_IO_list_lock), when the process has threads
  *   0' quarantine_lock (checked.c; a leaf, taken alone)
+ *   0'' zero_lock (zero.c; -> meta_lock only)
  *   1 heaps_lock (heaps.c)  2 huge_lock (huge.c)  3 purge_lock (purge.c)
  *   4 page heap lock (page.c)  5 meta_lock (meta.c)
  * The child resets them all, orphans every other thread's heap, and lets
@@ -36,6 +37,7 @@
 #include "../reclaim/reclaimer.h"
 #include "../slab/heap.h"
 #include "../stats/stats.h"
+#include "../zero/zero.h"
 #include "checked.h"
 
 /* glibc's exported stdio list lock; weak, so another libc runs without. */
@@ -46,14 +48,15 @@ extern char __libc_single_threaded __attribute__((weak));
 static bool stdio_locked; /* by the forking thread, prepare to parent/child */
 
 /* sluice's locks in the order fork takes them (the numbers above). */
-#define NFORK_LOCKS 6
+#define NFORK_LOCKS 7
 static sl_lock *fork_locks[NFORK_LOCKS];
 static bool fork_held[NFORK_LOCKS]; /* taken by the prepare handler */
 
 static void fork_locks_init(void)
 {
-    sl_lock *const order[NFORK_LOCKS] = { checked_fork_lock(), heap_fork_lock(), huge_fork_lock(),
-                                          purge_fork_lock(),   page_fork_lock(), meta_fork_lock() };
+    sl_lock *const order[NFORK_LOCKS] = { checked_fork_lock(), zero_fork_lock(),  heap_fork_lock(),
+                                          huge_fork_lock(),    purge_fork_lock(), page_fork_lock(),
+                                          meta_fork_lock() };
     for (int i = 0; i < NFORK_LOCKS; i++)
         fork_locks[i] = order[i];
 }

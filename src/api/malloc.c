@@ -1,7 +1,8 @@
 /* malloc.c — the malloc family, their sl_ twins, and (when built with
  * SL_OVERRIDE=1) the libc names as aliases of the same functions.
  *
- * Size dispatch:   n <= 16 KiB   small: a slab object (heap.h fast path)
+ * Size dispatch:   n <= 16 KiB   small: a slab object (heap.h fast path);
+ *                                0: a zero-size slot (zero.h), no access works
  *                  n <= 1 MiB    medium: a page run
  *                  larger        huge: its own mapping
  * Where the standard leaves a choice we do what glibc does: realloc(p, 0)
@@ -15,6 +16,7 @@
 #include "../base/fatal.h"
 #include "../huge/huge.h"
 #include "../slab/heap.h"
+#include "../zero/zero.h"
 #include "checked.h"
 #include "sluice.h"
 
@@ -44,7 +46,8 @@ static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
 }
 
 /* sl_small_limit is SL_SMALL_MAX, or 0 in checked mode (checked.h): the
- * same one compare either way. */
+ * same one compare either way. malloc(0) takes the small path in both, and
+ * its class (SL_CLASS_ZERO) sends it to a zone slot. */
 sl_inline void *alloc(size_t n)
 {
     if (likely(n <= sl_small_limit))
@@ -100,20 +103,22 @@ static bool checked_ptr(const void *p, uintptr_t e)
         return false;
     if (e & PM_BLOCK)
         return !bitmap_test((uintptr_t)p);
-    return (e & PM_HUGE) && p != ((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK))->base;
+    return (e & PM_HUGE) && p != ((struct huge *)pagemap_region(e))->base;
 }
 
 static sl_cold void free_other_slow(void *p, uintptr_t e)
 {
     if (!p)
         return;
+    if (e & PM_ZERO)
+        return zero_free(pagemap_region(e), p, "free");
     if (checked_ptr(p, e))
         return checked_free(p);
     if (e & PM_HUGE) {
         struct heap *h = tls_heap;
         if (h != &heap_empty)
             stat_add(h->stats, STAT_free_huge, 1);
-        huge_free((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK), p);
+        huge_free(pagemap_region(e), p);
         return;
     }
     heap_bad_free(p, e, "free");
@@ -154,9 +159,13 @@ static size_t usable_checked(const void *p, const char *op)
         return heap_usable_size((void *)p);
     }
     if (e & PM_HUGE) {
-        struct huge *hd = (struct huge *)(e & ~(uintptr_t)PM_KIND_MASK);
+        struct huge *hd = pagemap_region(e);
         huge_check(hd, p, op);
         return hd->map_size;
+    }
+    if (e & PM_ZERO) {
+        zero_check(pagemap_region(e), p, op);
+        return 0;
     }
     heap_bad_free(p, e, op);
 }
@@ -185,8 +194,8 @@ static sl_noinline void *realloc_huge_or_bad(void *p, uintptr_t e, size_t n)
     if (checked_ptr(p, e))
         return checked_realloc(p, n);
     size_t old = usable_checked(p, "realloc"); /* aborts on a bad pointer */
-    if (n > HUGE_MIN) {
-        void *q = huge_realloc((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK), p, n);
+    if ((e & PM_HUGE) && n > HUGE_MIN) {
+        void *q = huge_realloc(pagemap_region(e), p, n);
         if (q) {
             count_realloc(STAT_realloc_inplace);
             return q;
@@ -287,7 +296,9 @@ static bool size_matches(const void *p, size_t size, size_t align)
 {
     uintptr_t e = pagemap_get((uintptr_t)p);
     if (e & PM_HUGE)
-        return ((struct huge *)(e & ~(uintptr_t)PM_KIND_MASK))->req_size == (size ? size : 1);
+        return ((struct huge *)pagemap_region(e))->req_size == (size ? size : 1);
+    if (e & PM_ZERO)
+        return size == 0;
     struct page *head = page_head(page_of(p));
     if (head->h.kind == PG_RUN)
         return heap_run_request((void *)p) == (size ? size : 1);

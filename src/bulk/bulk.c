@@ -202,7 +202,8 @@ size_t sl_alloc_bulk(size_t size, size_t n, void **out)
     if (!n)
         return 0;
     struct heap *h;
-    if (size > sl_small_limit || !(h = heap_get())) { /* checked mode too: one by one */
+    /* 0 bytes (zone slots), checked mode and no heap: one by one */
+    if (size - 1 >= sl_small_limit || !(h = heap_get())) {
         for (size_t i = 0; i < n; i++)
             if (!(out[i] = sl_malloc(size))) {
                 sl_free_bulk(out, i);

@@ -194,7 +194,7 @@ void cache_free_id(unsigned id, void *p)
             return heap_free_object(s, p);
         cache_wrong_free(id, s, p);
     }
-    if (e & PM_HUGE)
+    if (e & (PM_HUGE | PM_ZERO))
         cache_wrong_free(id, NULL, p);
     heap_bad_free(p, e, "free");
 }

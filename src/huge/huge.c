@@ -284,7 +284,7 @@ static void huge_visit(uintptr_t granule, uintptr_t e, void *arg)
     struct huge_walk *w = arg;
     if (!(e & PM_HUGE))
         return;
-    struct huge *hd = (struct huge *)(e & ~(uintptr_t)PM_KIND_MASK);
+    struct huge *hd = pagemap_region(e);
     if (granule < (uintptr_t)hd->base || granule >= (uintptr_t)hd->base + hd->map_size)
         sl_fatal("sl_check: huge pagemap entry outside its mapping: granule", (void *)granule, NULL, 0);
     if (hd->live)

@@ -40,6 +40,8 @@ void fault_config(const char *spec)
                 mask |= 1u << FAULT_MREMAP;
             if (!strcmp(op, "madvise") || !strcmp(op, "all"))
                 mask |= 1u << FAULT_MADVISE;
+            if (!strcmp(op, "mprotect") || !strcmp(op, "all"))
+                mask |= 1u << FAULT_MPROTECT;
             op = next;
         }
         for (char *kv = rest; kv && *kv;) {

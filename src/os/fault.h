@@ -8,7 +8,8 @@
  * SLUICE_FAULT (read at the first system call a test build makes) or
  * fault_config() set which calls fail and when:
  *   SLUICE_FAULT=OPS:RULE[:seed=S]
- *   OPS   mmap, mremap, madvise, or several joined by ',' ("all": the three)
+ *   OPS   mmap, mremap, madvise, mprotect, or several joined by ','
+ *         ("all": the four)
  *   RULE  nth=N     only the Nth call (counted per kind, from 1)
  *         every=N   every Nth call
  *         after=N   every call after the first N (the address space is gone)
@@ -16,8 +17,8 @@
  *                   generator (seed=S, default 1): the same seed fails the
  *                   same calls in a single-threaded run
  * A failed mmap and mremap return MAP_FAILED with ENOMEM, a failed madvise
- * -1 with EAGAIN (as the kernel does when it cannot allocate), before the
- * real call is made.
+ * -1 with EAGAIN, a failed mprotect -1 with ENOMEM (as the kernel does when
+ * it cannot allocate), before the real call is made.
  */
 #ifndef SL_FAULT_H
 #define SL_FAULT_H
@@ -29,7 +30,7 @@
 #endif
 static const bool config_fault = SL_FAULT_INJECT;
 
-enum fault_op { FAULT_MMAP, FAULT_MREMAP, FAULT_MADVISE, FAULT_NOPS };
+enum fault_op { FAULT_MMAP, FAULT_MREMAP, FAULT_MADVISE, FAULT_MPROTECT, FAULT_NOPS };
 
 #if SL_FAULT_INJECT
 /* Should this call of op fail? Counts the call. */

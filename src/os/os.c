@@ -2,7 +2,8 @@
  *
  * Invariants: errno is preserved by every call that succeeds (a successful
  * malloc must leave errno alone), and set to ENOMEM by a failed mapping.
- * In test builds (fault.h) mmap, mremap and madvise can be made to fail.
+ * In test builds (fault.h) mmap, mremap, madvise and mprotect can be made
+ * to fail.
  */
 #define _GNU_SOURCE
 #include "os.h"
@@ -17,12 +18,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-void *os_map(size_t size)
+static void *map(size_t size, int prot)
 {
     int saved = errno;
     void *p = config_fault && fault_hit(FAULT_MMAP)
                   ? MAP_FAILED
-                  : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                  : mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;
@@ -31,15 +32,15 @@ void *os_map(size_t size)
     return p;
 }
 
-void *os_map_aligned(size_t size, size_t align)
+static void *map_aligned(size_t size, size_t align, int prot)
 {
     if (align <= SL_PAGE)
-        return os_map(size);
+        return map(size, prot);
     if (size + align < size) {
         errno = ENOMEM;
         return NULL;
     }
-    uint8_t *p = os_map(size + align);
+    uint8_t *p = map(size + align, prot);
     if (!p)
         return NULL;
     uint8_t *a = (uint8_t *)align_up((uintptr_t)p, align);
@@ -50,6 +51,10 @@ void *os_map_aligned(size_t size, size_t align)
         os_unmap(a + size, tail);
     return a;
 }
+
+void *os_map(size_t size) { return map(size, PROT_READ | PROT_WRITE); }
+void *os_map_aligned(size_t size, size_t align) { return map_aligned(size, align, PROT_READ | PROT_WRITE); }
+void *os_reserve_aligned(size_t size, size_t align) { return map_aligned(size, align, PROT_NONE); }
 
 int os_unmap(void *p, size_t size)
 {
@@ -82,7 +87,9 @@ int os_huge(void *p, size_t size) { return advise(p, size, MADV_HUGEPAGE); }
 int os_protect(void *p, size_t size, bool rw)
 {
     int saved = errno;
-    int r = mprotect(p, size, rw ? PROT_READ | PROT_WRITE : PROT_NONE) ? errno : 0;
+    int r = config_fault && fault_hit(FAULT_MPROTECT)       ? ENOMEM
+            : mprotect(p, size, rw ? PROT_READ | PROT_WRITE : PROT_NONE) ? errno
+                                                                        : 0;
     errno = saved;
     return r;
 }

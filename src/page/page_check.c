@@ -121,7 +121,7 @@ static void visit(uintptr_t granule, uintptr_t e, void *arg)
 {
     if (!(e & PM_BLOCK))
         return;
-    if ((e & ~(uintptr_t)PM_KIND_MASK) != granule)
+    if ((uintptr_t)pagemap_region(e) != granule)
         FAIL("pagemap entry of a pageblock points elsewhere: granule", (void *)granule, NULL, 0);
     check_block((struct block *)granule, arg);
 }

@@ -8,6 +8,8 @@
  *   PM_BLOCK  the granule is a pageblock; the address is the block itself
  *   PM_HUGE   the granule belongs to a huge mapping; the address is its
  *             descriptor (struct huge)
+ *   PM_ZERO   the granule is a zone of zero-size slots; the address is its
+ *             descriptor (struct zero_zone)
  * Readers take no lock (acquire loads); writers publish a region after
  * initialising it and clear it before releasing it.
  */
@@ -16,7 +18,7 @@
 
 #include "../base/common.h"
 
-enum { PM_BLOCK = 1, PM_HUGE = 2, PM_KIND_MASK = 7 };
+enum { PM_BLOCK = 1, PM_HUGE = 2, PM_ZERO = 4, PM_KIND_MASK = 7 };
 
 #define PM_TOP_BITS  11
 #define PM_LEAF_BITS 16
@@ -44,6 +46,9 @@ sl_inline uintptr_t pagemap_get(uintptr_t a)
     return atomic_load_explicit(&leaf[(a >> SL_BLOCK_SHIFT) & ((1u << PM_LEAF_BITS) - 1)],
                                 memory_order_acquire);
 }
+
+/* The region an entry names (a block, a struct huge, a struct zero_zone). */
+sl_inline void *pagemap_region(uintptr_t e) { return (void *)(e & ~(uintptr_t)PM_KIND_MASK); }
 
 /* Set the entries of [base, base + size) (granule aligned) to value.
  * Returns false (ENOMEM) if a leaf could not be mapped. */

@@ -13,11 +13,12 @@
 
 #include "../base/fatal.h"
 #include "../meta/meta.h"
+#include "../zero/zero.h"
 #include "heap_lists.h"
 
 struct slab slab_none;
 struct heap_ids ids_none;
-struct heap heap_empty = { .cur = { [0 ... SL_NCLASSES - 1] = &slab_none }, .ids = &ids_none };
+struct heap heap_empty = { .cur = { [0 ... SL_CLASS_ZERO] = &slab_none }, .ids = &ids_none };
 __thread struct heap *tls_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
 void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
@@ -216,12 +217,10 @@ struct slab *heap_refill(struct heap *h, unsigned id)
     return s;
 }
 
-void *(*heap_checked_alloc0)(void);
-
 void *heap_alloc_small_slow(struct heap *h, unsigned cls)
 {
-    if (unlikely(cls == 0) && heap_checked_alloc0) /* checked mode's malloc(0): cur[0] stays empty */
-        return heap_checked_alloc0();
+    if (unlikely(cls == SL_CLASS_ZERO))
+        return zero_alloc();
     if (h == &heap_empty && !(h = heap_get_slow()))
         return NULL;
     struct slab *s = heap_refill(h, cls);

@@ -44,7 +44,8 @@ struct heap_ids {
 extern struct heap_ids ids_none; /* all keys 0: matches no cache */
 
 struct heap {
-    struct slab *cur[SL_NCLASSES];      /* owner; never NULL (slab_none) */
+    struct slab *cur[SL_NCLASSES + 1];  /* owner; never NULL (slab_none, always
+                                         * for cur[SL_CLASS_ZERO]) */
     struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
     _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
     _Atomic(struct slab *) notify;      /* malloc classes: FULL slabs that got a remote free */
@@ -69,10 +70,6 @@ void heap_free_block_slow(void *p);
 /* Set by the checked mode (api/checked.c): a block free of an address with
  * no live bit goes there instead of being reported at once. */
 extern void (*heap_checked_free)(void *p);
-/* Set by the checked mode: in it only a request of 0 bytes reaches the
- * small fast path (sl_small_limit is 0), whose class-0 slab it keeps empty;
- * the slow path hands such a request over. */
-extern void *(*heap_checked_alloc0)(void);
 struct heap *heap_get_slow(void); /* this thread's heap, created if needed */
 
 sl_inline struct heap *heap_get(void)

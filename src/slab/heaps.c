@@ -161,7 +161,7 @@ struct heap *heap_get_slow(void)
         h = meta_alloc(sizeof *h);
         if (!h)
             return NULL;
-        for (unsigned id = 0; id < SL_NCLASSES; id++)
+        for (unsigned id = 0; id <= SL_CLASS_ZERO; id++)
             h->cur[id] = &slab_none;
         atomic_store_explicit(&h->ids, &ids_none, memory_order_relaxed);
         h->pcache.stats = h->stats;

@@ -14,9 +14,10 @@ const uint8_t class_pages[SL_NCLASSES] = {
 };
 
 /* class of a request n <= 1024, indexed by (n + 15) / 16; generated from
- * the arithmetic below it (the unit test checks every size) */
+ * the arithmetic (the unit test checks every size), but for 0 bytes:
+ * SL_CLASS_ZERO */
 const uint8_t class_lut[65] = {
-0,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,16,17,17,18,18,19,19,20,20,21,21,22,22,23,23,24,24,24,24,25,25,25,25,26,26,26,26,27,27,27,27,28,28,28,28,29,29,29,29,30,30,30,30,31,31,31,31
+SL_CLASS_ZERO,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,16,17,17,18,18,19,19,20,20,21,21,22,22,23,23,24,24,24,24,25,25,25,25,26,26,26,26,27,27,27,27,28,28,28,28,29,29,29,29,30,30,30,30,31,31,31,31
 };
 
 size_t sl_small_limit = SL_SMALL_MAX;

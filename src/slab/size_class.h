@@ -30,6 +30,10 @@
     X(9216, 7) X(10240, 8) X(11264, 6) X(12288, 6) X(13312, 7) X(14336, 7) X(15360, 8) X(16384, 8)
 
 #define SL_NCLASSES  64
+/* malloc(0)'s class: a slot of a heap's cur[] that stays the empty dummy
+ * slab, so the fast path costs nothing more and sends it to the slow path,
+ * which hands out a zero-size slot (zero/zero.h). class_lut[0] names it. */
+#define SL_CLASS_ZERO SL_NCLASSES
 #define SL_SMALL_MAX 16384
 /* The largest request the small fast path takes: SL_SMALL_MAX, or 0 in
  * checked mode (SLUICE_CHECK=1, api/checked.c), which then sees every
@@ -51,7 +55,8 @@ sl_inline unsigned size_class_arith(size_t n)
 }
 
 /* Class of a request of n <= SL_SMALL_MAX bytes: a table up to 1 KiB (the
- * common case, three instructions), the arithmetic above it. */
+ * common case, three instructions), the arithmetic above it. 0 bytes is
+ * SL_CLASS_ZERO. */
 sl_inline unsigned size_class(size_t n)
 {
     if (likely(n <= 1024))
