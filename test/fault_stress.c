@@ -1,6 +1,6 @@
 /* Randomised stress under injected failures (fault.h): several threads run
  * the whole malloc family, the bulk calls and object caches while mmap,
- * mremap and madvise fail by rule (probability, every Nth, exhaustion),
+ * mremap, madvise and mprotect fail by rule (probability, every Nth, exhaustion),
  * with cross-thread frees, thread exits between phases and fork. Every
  * live block carries a pattern derived from its address and size, checked
  * before every free and realloc and at the end; every failure must be
@@ -310,7 +310,8 @@ static void phase(const char *rule, double seconds, int with_fork)
         pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL); /* the heaps become orphans, the next phase adopts */
-    uint64_t failed_calls = fault_failed(FAULT_MMAP) + fault_failed(FAULT_MREMAP) + fault_failed(FAULT_MADVISE);
+    uint64_t failed_calls = fault_failed(FAULT_MMAP) + fault_failed(FAULT_MREMAP) + fault_failed(FAULT_MADVISE) +
+                            fault_failed(FAULT_MPROTECT);
     fault_config(NULL);
     CHECK(sl_check() == 0);
     for (int t = 0; t < THREADS; t++)
@@ -329,11 +330,12 @@ static int run_mode(double seconds)
 {
     for (int i = 0; i < 3; i++)
         caches[i] = sl_cache_create("stress", cache_size[i], 0, i == 2 ? SL_CACHE_RECLAIMABLE : 0, NULL);
-    double each = seconds / 8;
+    double each = seconds / 9;
     phase("", each, 0);
     phase("mmap:p=0.2:seed=7", each, 1);
     phase("madvise:p=0.5:seed=9", each, 0);
     phase("mremap:p=0.5:seed=11", each, 0);
+    phase("mprotect:p=0.5:seed=17", each, 1); /* a block's lazy commit refused */
     phase("all:p=0.1:seed=13", each, 1);
     phase("mmap:every=3", each, 0);
     phase("mmap:after=40", each, 0); /* the address space is gone: ENOMEM everywhere */

@@ -215,8 +215,8 @@ static void release(uint8_t *p)
     uintptr_t e = pagemap_get((uintptr_t)p);
     if (e & PM_HUGE) {
         struct huge *hd = pagemap_region(e);
-        os_protect(hd->base, hd->map_size, true);
-        hd->quarantined = false;
+        if (!os_protect(hd->base, hd->map_size, true))
+            hd->quarantined = false; /* else still PROT_NONE: huge_free unmaps it */
         huge_free(hd, hd->base);
         return;
     }
@@ -247,7 +247,7 @@ void checked_free(void *ptr)
     size_t bytes = hd ? hd->req_size : h->size; /* as quarantine_pop_locked counts it */
     if (hd) {
         hd->quarantined = true;
-        os_protect(hd->base, hd->map_size, false); /* any touch now faults */
+        os_protect(hd->base, hd->map_size, false); /* any touch now faults (if refused: it stays readable) */
     } else {
         memset(p, 0, h->size);
     }

@@ -147,7 +147,7 @@ void huge_free(struct huge *hd, void *p)
     hd->live = false;
     live_bytes -= hd->map_size;
     live_count--;
-    if (hd->map_size <= HUGE_CACHE_BYTES / 2) {
+    if (hd->map_size <= HUGE_CACHE_BYTES / 2 && !hd->quarantined) { /* a PROT_NONE one is not reused */
         hd->state = PS_DIRTY;
         hd->state_ms = os_now_ms();
         if (sl_opt.purge != PURGE_OFF && sl_opt.dirty_decay_ms == 0)

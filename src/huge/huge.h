@@ -27,7 +27,9 @@ struct huge {
     size_t map_size;  /* mapping length, multiple of 2 MiB */
     size_t req_size;  /* last requested size (free_sized checks it) */
     bool live;        /* huge_lock */
-    bool quarantined; /* checked mode: freed, PROT_NONE, awaiting release */
+    bool quarantined; /* checked mode: freed, PROT_NONE, awaiting release
+                       * (still set at huge_free if it could not be made
+                       * read-write again: then it is unmapped, not cached) */
     uint8_t state;    /* cached: enum page_state, huge_lock */
     uint64_t state_ms; /* cached: when it entered that state */
     struct huge *next; /* cache list, huge_lock */

@@ -20,6 +20,14 @@
  * a merge becomes PG_FREE_TAIL; no page inside a free chunk but its head
  * is ever PG_FREE.
  *
+ * Lazy commit: a block is reserved PROT_NONE and made read-write from its
+ * start up to the highest page any run has reached (committed), in steps of
+ * BLOCK_COMMIT_STEP pages that at least double what is committed (256 KiB,
+ * 512 KiB, 1 MiB, 2 MiB). Like the top of a brk heap, the part no run has
+ * reached faults on access, so a wild write far past an object of a young
+ * block (1 MiB past it, say) is caught; a block commits fully once in use,
+ * at the cost of at most four mprotect calls in its life.
+ *
  * Free-page states (the purge layer's view): every free page is dirty
  * (resident, not advised), lazy (MADV_FREE'd) or clean (MADV_DONTNEED'd or
  * never touched): one bit in dirty[] or lazy[], or neither. Bits of
@@ -37,6 +45,7 @@
 #define BLOCK_HEADER_PAGES 12
 #define BLOCK_USABLE_PAGES (SL_BLOCK_PAGES - BLOCK_HEADER_PAGES)
 #define BLOCK_MAX_ORDER    8 /* 256 pages, 1 MiB: the largest buddy chunk */
+#define BLOCK_COMMIT_STEP  64 /* pages (256 KiB) made read-write at a time */
 #define BLOCK_NORDERS      (BLOCK_MAX_ORDER + 1)
 #define BLOCK_BITMAP_OFF   (SL_BLOCK_PAGES * 64)
 #define BLOCK_BITMAP_WORDS (SL_BLOCK / SL_GRAIN / 64)
@@ -80,6 +89,7 @@ struct block {
     uint16_t free_pages;
     uint16_t order_mask; /* bit o: free_head[o] non-empty */
     uint16_t free_head[BLOCK_NORDERS];
+    uint16_t committed;        /* pages [0, committed) are read-write */
     struct block *next, *prev; /* page heap list links */
     /* purge state, page heap lock */
     uint16_t ndirty, nlazy;     /* popcounts of dirty[] and lazy[] */
@@ -89,6 +99,7 @@ struct block {
     uint64_t dirty[SL_BLOCK_PAGES / 64], lazy[SL_BLOCK_PAGES / 64];
 };
 _Static_assert(sizeof(struct block) <= BLOCK_HEADER_PAGES * sizeof(struct page), "block fits");
+_Static_assert(BLOCK_COMMIT_STEP >= BLOCK_HEADER_PAGES, "a block's first commit step holds its header");
 
 sl_inline struct block *block_of(const void *p) { return (struct block *)align_down((uintptr_t)p, SL_BLOCK); }
 sl_inline struct page *block_pages(struct block *b) { return (struct page *)b; }

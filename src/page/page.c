@@ -111,12 +111,35 @@ void relink(struct block *b)
         list_link(b, want);
 }
 
+/* Make pages [0, end) of b read-write (lazy commit, block.h), rounded up to
+ * a step and at least doubling what is committed; false if the kernel refused (no room for another mapping, or the
+ * commit limit). Lock held. */
+static bool block_commit(struct block *b, unsigned end)
+{
+    unsigned from = b->committed;
+    if (end <= from)
+        return true;
+    unsigned to = (unsigned)align_up(end, BLOCK_COMMIT_STEP);
+    if (to < 2 * from)
+        to = 2 * from; /* doubling: a block in use commits in a few calls */
+    if (to > SL_BLOCK_PAGES)
+        to = SL_BLOCK_PAGES;
+    if (os_protect((uint8_t *)b + ((size_t)from << SL_PAGE_SHIFT), (size_t)(to - from) << SL_PAGE_SHIFT, true))
+        return false;
+    b->committed = (uint16_t)to;
+    return true;
+}
+
 static struct block *block_new(enum pb_type type)
 {
-    struct block *b = os_map_aligned(SL_BLOCK, SL_BLOCK);
+    struct block *b = os_reserve_aligned(SL_BLOCK, SL_BLOCK);
     if (!b)
         return NULL;
-    if (!pagemap_set((uintptr_t)b, SL_BLOCK, (uintptr_t)b | PM_BLOCK)) {
+    /* the first step holds the header (the memory is zero: nothing committed) */
+    bool ok = !os_protect(b, (size_t)BLOCK_COMMIT_STEP << SL_PAGE_SHIFT, true);
+    if (ok)
+        b->committed = BLOCK_COMMIT_STEP;
+    if (!ok || !pagemap_set((uintptr_t)b, SL_BLOCK, (uintptr_t)b | PM_BLOCK)) {
         os_unmap(b, SL_BLOCK);
         errno = ENOMEM;
         return NULL;
@@ -181,6 +204,11 @@ static void *take_locked(enum pb_type type, unsigned n, unsigned align_order, en
     if (!b)
         return NULL;
     unsigned idx = block_take(b, order);
+    if (!block_commit(b, idx + n)) {
+        block_give(b, idx, 1u << order); /* as it was; a fresh block may go */
+        relink(b);
+        return NULL;
+    }
     if ((1u << order) > n)
         block_give(b, idx + n, (1u << order) - n);
     block_mark_run(b, idx, n, kind);
@@ -345,7 +373,8 @@ bool page_resize(void *run, size_t new_npages)
         block_give(b, first + (unsigned)new_npages, n - (unsigned)new_npages);
         pages_put(b, first + (unsigned)new_npages, n - (unsigned)new_npages, PS_DIRTY);
     } else {
-        ok = block_take_range(b, first + n, (unsigned)new_npages - n);
+        ok = block_commit(b, first + (unsigned)new_npages) &&
+             block_take_range(b, first + n, (unsigned)new_npages - n);
         if (ok)
             pages_take(b, first + n, (unsigned)new_npages - n);
     }

@@ -10,6 +10,8 @@
  *     pointing at it); free_pages, order_mask and the per-order lists agree;
  *   - the free-page state maps: bits only on free pages, never both, the
  *     per-block counts and the global dirty, lazy and active page counts;
+ *   - lazy commit: every run lies in the committed part, every page past
+ *     it is clean;
  *   - the block lists: each block on exactly the list its free pages call
  *     for (relink), of its type; the purge list; the global block counts.
  * Each allocated run is handed to `run` for the layer above to check.
@@ -43,6 +45,12 @@ static void check_block(struct block *b, struct walk *w)
     for (unsigned i = 0; i < BLOCK_HEADER_PAGES; i++)
         if (state_bit(b->dirty, i) || state_bit(b->lazy, i))
             FAIL("free-page state on a header page of block", b, "page", i);
+    if (b->committed < BLOCK_COMMIT_STEP || b->committed > SL_BLOCK_PAGES ||
+        (b->committed % BLOCK_COMMIT_STEP && b->committed != SL_BLOCK_PAGES))
+        FAIL("block committed up to a bad page", b, "committed", b->committed);
+    for (unsigned i = b->committed; i < SL_BLOCK_PAGES; i++)
+        if (state_bit(b->dirty, i) || state_bit(b->lazy, i))
+            FAIL("page past a block's committed part not clean", b, "page", i);
     for (unsigned i = BLOCK_HEADER_PAGES; i < SL_BLOCK_PAGES;) {
         struct page_hdr *h = &pg[i].h;
         if (state_bit(b->dirty, i) && state_bit(b->lazy, i))
@@ -65,6 +73,8 @@ static void check_block(struct block *b, struct walk *w)
             unsigned n = h->npages;
             if (h->head != i || !n || i + n > SL_BLOCK_PAGES)
                 FAIL("allocated run with a bad head or length in block", b, "page", i);
+            if (i + n > b->committed)
+                FAIL("allocated run past the committed part of block", b, "page", i);
             for (unsigned j = i; j < i + n; j++) {
                 if (state_bit(b->dirty, j) || state_bit(b->lazy, j))
                     FAIL("free-page state on an allocated page of block", b, "page", j);

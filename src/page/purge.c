@@ -210,8 +210,8 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
             uint64_t stamp = from == PS_DIRTY ? b->dirty_ms : b->lazy_ms;
             if (!have || stamp > cutoff_ms)
                 continue;
-            if (b->free_pages == BLOCK_USABLE_PAGES) {
-                span_add(sp, &k, b, BLOCK_HEADER_PAGES, BLOCK_USABLE_PAGES);
+            if (b->free_pages == BLOCK_USABLE_PAGES) { /* whole: up to its committed part (the rest is clean) */
+                span_add(sp, &k, b, BLOCK_HEADER_PAGES, b->committed - BLOCK_HEADER_PAGES);
                 continue;
             }
             unsigned first, n;
@@ -225,7 +225,9 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
         for (unsigned i = 0; i < k; i++) {
             struct block *b = sp[i].b;
             done += sp[i].n;
-            if (sp[i].n == BLOCK_USABLE_PAGES && to == PS_CLEAN && heap.nfree_blocks > free_blocks_keep()) {
+            bool whole = b->free_pages == BLOCK_USABLE_PAGES && sp[i].first == BLOCK_HEADER_PAGES &&
+                         sp[i].n == b->committed - BLOCK_HEADER_PAGES;
+            if (whole && to == PS_CLEAN && heap.nfree_blocks > free_blocks_keep()) {
                 block_unmap(b); /* clean and not kept: give the mapping back */
                 sp[i].b = NULL;
                 continue;
