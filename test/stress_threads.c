@@ -4,6 +4,7 @@
  * work; the default is the short CI mode. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <time.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -115,8 +116,76 @@ static void *churner(void *arg)
     return NULL;
 }
 
+/* A huge realloc that moves (mremap onto a fresh range) frees its old
+ * range the moment the kernel returns; a pageblock mapped there by another
+ * thread at once must keep its pagemap entries. One thread moves huge
+ * blocks, the other maps and unmaps pageblocks (1 MiB runs, freed with
+ * purging at once so that spare blocks go back) and checks each run. */
+static _Atomic int race_stop;
+
+static void *huge_mover(void *arg)
+{
+    (void)arg;
+    while (!race_stop) {
+        char *p = sl_malloc((2u << 20) + 1);
+        if (!p)
+            continue;
+        p[0] = 1;
+        char *q = sl_realloc(p, 9u << 20); /* the next range is usually taken: a move */
+        if (!q) {
+            sl_free(p);
+            continue;
+        }
+        if (q[0] != 1)
+            corrupt++;
+        sl_free(q);
+    }
+    return NULL;
+}
+
+static void *block_churner(void *arg)
+{
+    (void)arg;
+    while (!race_stop) {
+        void *v[12];
+        for (int i = 0; i < 12; i++) {
+            v[i] = sl_malloc(1u << 20); /* a whole 1 MiB chunk: a block each, half of them new */
+            if (v[i])
+                memset(v[i], 7, 64);
+        }
+        for (int i = 0; i < 12; i++)
+            if (v[i]) {
+                sl_usable_size(v[i]); /* aborts if its block lost its pagemap entry */
+                sl_free(v[i]);
+            }
+        sl_purge(); /* spare blocks are unmapped, so the next round maps new ones */
+    }
+    return NULL;
+}
+
+/* More threads than cores, so that one is preempted inside the window. */
+static void race_huge_move_vs_new_blocks(double seconds)
+{
+    pthread_t m[2], b[2];
+    race_stop = 0;
+    for (int i = 0; i < 2; i++) {
+        pthread_create(&m[i], NULL, huge_mover, NULL);
+        pthread_create(&b[i], NULL, block_churner, NULL);
+    }
+    struct timespec ts = { (time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9) };
+    nanosleep(&ts, NULL);
+    race_stop = 1;
+    for (int i = 0; i < 2; i++) {
+        pthread_join(m[i], NULL);
+        pthread_join(b[i], NULL);
+    }
+    CHECK(sl_check() == 0);
+    CHECK_EQ(corrupt, 0);
+}
+
 int main(void)
 {
+    race_huge_move_vs_new_blocks(getenv("RACE_SECONDS") ? atof(getenv("RACE_SECONDS")) : 2);
     const char *scale = getenv("STRESS_SCALE");
     if (scale)
         iterations *= atol(scale);

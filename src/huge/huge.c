@@ -199,8 +199,18 @@ void *huge_realloc(struct huge *hd, void *p, size_t size)
         }
     } else if (new_map > old_map) { /* move the pages, not the bytes: mremap onto a fresh aligned range */
         uint8_t *dst = os_map_aligned(new_map, SL_BLOCK);
-        if (!dst || !pagemap_set((uintptr_t)dst, new_map, (uintptr_t)hd | PM_HUGE) ||
-            !os_remap(hd->base, old_map, new_map, dst)) {
+        bool ok = dst && pagemap_set((uintptr_t)dst, new_map, (uintptr_t)hd | PM_HUGE);
+        /* The old range's entries go before the kernel unmaps it: the
+         * moment mremap returns, another thread may map a pageblock there
+         * (under the page heap lock, not ours) and publish its entries,
+         * which a clear after the move would wipe out. */
+        if (ok)
+            pagemap_set((uintptr_t)hd->base, old_map, 0);
+        if (ok && !os_remap(hd->base, old_map, new_map, dst)) {
+            pagemap_set((uintptr_t)hd->base, old_map, (uintptr_t)hd | PM_HUGE); /* leaves exist: cannot fail */
+            ok = false;
+        }
+        if (!ok) {
             if (dst) {
                 pagemap_set((uintptr_t)dst, new_map, 0);
                 os_unmap(dst, new_map);
@@ -208,7 +218,6 @@ void *huge_realloc(struct huge *hd, void *p, size_t size)
             lock_release(&huge_lock);
             return NULL;
         }
-        pagemap_set((uintptr_t)hd->base, old_map, 0);
         hd->base = dst;
     }
     live_bytes = live_bytes - old_map + new_map;
