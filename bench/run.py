@@ -39,6 +39,7 @@ BENCHES = [
     ("churn", "bench_churn", 1.0, 0.4, "server-like churn, 4 threads, mixed lifetimes"),
     ("realloc", "bench_realloc_grow", 1.0, 0.4, "realloc growth of strings and vectors"),
     ("threads", "bench_thread_churn", 1.0, 0.4, "thread creation churn"),
+    ("large", "bench_large", 1.0, 0.4, "2-32 MiB buffers touched every 64 KiB (malloc-large)"),
 ]
 
 

@@ -14,8 +14,8 @@
 #include "../pagemap/pagemap.h"
 #include "../stats/stats.h"
 
-#define HUGE_CACHE_ENTRIES 4
-#define HUGE_CACHE_BYTES   ((size_t)32 << 20)
+#define HUGE_CACHE_ENTRIES 16
+#define HUGE_CACHE_BYTES   ((size_t)256 << 20)
 
 static sl_lock huge_lock = SL_LOCK_INIT;
 static struct huge *cache;
@@ -27,13 +27,6 @@ static void advise_cached(struct huge *hd, uint64_t now)
 {
     hd->state = page_advise(hd->base, hd->map_size, sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN);
     hd->state_ms = now;
-}
-
-static void hint_huge(struct huge *hd, size_t size)
-{
-    size_t whole = align_down(size, SL_BLOCK);
-    if (whole)
-        os_huge(hd->base, whole);
 }
 
 static void unmap_locked_free(struct huge *hd)
@@ -125,7 +118,6 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         errno = ENOMEM;
         return NULL;
     }
-    hint_huge(hd, size);
     return base;
 }
 
@@ -226,7 +218,6 @@ void *huge_realloc(struct huge *hd, void *p, size_t size)
     lock_release(&huge_lock);
     if (unmap)
         os_unmap(unmap, old_map - new_map);
-    hint_huge(hd, size);
     return hd->base;
 }
 

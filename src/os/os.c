@@ -82,7 +82,6 @@ static int advise(void *p, size_t size, int advice)
     return r;
 }
 
-int os_huge(void *p, size_t size) { return advise(p, size, MADV_HUGEPAGE); }
 
 int os_protect(void *p, size_t size, bool rw)
 {
