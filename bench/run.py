@@ -40,6 +40,9 @@ BENCHES = [
     ("realloc", "bench_realloc_grow", 1.0, 0.4, "realloc growth of strings and vectors"),
     ("threads", "bench_thread_churn", 1.0, 0.4, "thread creation churn"),
     ("large", "bench_large", 1.0, 0.4, "2-32 MiB buffers touched every 64 KiB (malloc-large)"),
+    ("slots", "bench_slots", 1.0, 0.4, "random replacement of 64k small objects (a cache)"),
+    ("mixed", "bench_mixed", 1.0, 0.4, "8 B-256 KiB with realloc, 4k live, one thread"),
+    ("crossfree", "bench_crossfree", 1.0, 0.4, "two threads free each other's objects"),
 ]
 
 
