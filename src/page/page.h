@@ -66,12 +66,9 @@ void purge_fork_child(void);
 /* Hooks for the reclaimer (called outside every lock): start, when there
  * is something to decay, so the thread is started lazily (it returns false
  * to be asked again later, true once it is settled either way); and
- * kick, when a big free leaves dirty pages far over the cap: it returns
- * true if the reclaimer will purge them (the freeing thread does it
- * itself otherwise). */
-void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void));
-/* Purge dirty pages down to the cap now (the reclaimer, when kicked). */
-void page_purge_cap(void);
+ * kick, when a big free leaves dirty pages far over the cap: it ends an
+ * idle reclaimer's long sleep, so that its next tick enforces the cap. */
+void page_set_reclaimer_hooks(bool (*start)(void), void (*kick)(void));
 
 /* sl_check's part for the page layer (page_check.c): checks every
  * pageblock and hands each allocated run's head to run (both locks held);

@@ -3,17 +3,16 @@
  *
  * Policy (DESIGN.md layer 7):
  *   - Dirty pages are capped at an eighth of active pages (at least
- *     DIRTY_MIN_PAGES), enforced once per decay tick, and as soon as dirty
- *     pages pass DIRTY_BURST times the cap (a big free): by the reclaimer,
- *     woken for it, or by the freeing thread if there is no reclaimer.
- *     Either way only in blocks with no new dirty page for a tick (the
- *     grace), largest spans first, down to the cap. Enforcing it on every
- *     free made a program that frees and reallocates more than the cap per
- *     cycle advise the same pages over and over (measured: 139,000
- *     MADV_FREE calls, 2x the time, on bench/sizes); so did the burst
- *     without the grace (17,504 calls advising 2.2 GB in 0.5 s, twice the
- *     time of SLUICE_PURGE=off, on bench/mixed). A big free is advised a
- *     tick or two later (a quarter to a half of the shorter decay).
+ *     DIRTY_MIN_PAGES), enforced once per decay tick, only in blocks with
+ *     no new dirty page for a tick (the grace), largest spans first, down
+ *     to the cap. Past DIRTY_BURST times the cap (a big free) an idle
+ *     reclaimer is woken, so the next tick comes soon. Enforcing the cap on
+ *     every free made a program that frees and reallocates more than the
+ *     cap per cycle advise the same pages over and over (measured: 139,000
+ *     MADV_FREE calls, 2x the time, on bench/sizes); so did enforcing it
+ *     at once on a big free (17,504 calls advising 2.2 GB in 0.5 s, twice
+ *     the time of SLUICE_PURGE=off, on bench/mixed). A big free is advised
+ *     a tick or two later (a quarter to a half of the shorter decay).
  *     SLUICE_DIRTY_DECAY_MS=0 purges every freed run before its pages go
  *     back on the free lists.
  *   - Decay: a block's dirty pages are purged once the block has seen no
@@ -47,11 +46,11 @@
  * before the page heap lock. */
 static sl_lock purge_lock = SL_LOCK_INIT;
 static bool (*start_hook)(void);
-static bool (*kick_hook)(void);
+static void (*kick_hook)(void);
 static _Atomic int hook_fired;
 static _Atomic uint64_t last_decay_ms;
 
-void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void))
+void page_set_reclaimer_hooks(bool (*start)(void), void (*kick)(void))
 {
     start_hook = start;
     kick_hook = kick;
@@ -294,11 +293,6 @@ static void enforce_cap(size_t dirty, size_t cap, uint64_t cutoff_ms, bool wait)
         purge_spans(PS_DIRTY, purge_target(), cutoff_ms, dirty - cap, wait);
 }
 
-/* The cap is enforced only in blocks that got no new dirty page for a tick:
- * pages freed and taken again within milliseconds (a churning program)
- * are not advised and faulted back in. */
-static uint64_t grace_cutoff(void) { return os_now_ms() - decay_tick_ms(); }
-
 static void decay(uint64_t now, bool force, bool wait)
 {
     if (sl_opt.purge == PURGE_OFF)
@@ -338,8 +332,8 @@ void purge_maybe(void)
     size_t dirty = ld_relaxed(&heap.dirty_pages);
     if (purge_at_once())
         enforce_cap(dirty, 0, UINT64_MAX, true);
-    else if (dirty > DIRTY_BURST * dirty_cap() && !(kick_hook && kick_hook()))
-        enforce_cap(dirty, dirty_cap(), grace_cutoff(), false);
+    else if (dirty > DIRTY_BURST * dirty_cap() && kick_hook)
+        kick_hook(); /* wake an idle reclaimer; without one, the tick below enforces the cap */
     if (!dirty && !ld_relaxed(&heap.lazy_pages))
         return;
     uint64_t now = os_now_ms(), last = ld_relaxed(&last_decay_ms);
@@ -353,11 +347,6 @@ void purge_maybe(void)
         st_relaxed(&hook_fired, 0);
 }
 
-void page_purge_cap(void)
-{
-    if (sl_opt.purge != PURGE_OFF)
-        enforce_cap(ld_relaxed(&heap.dirty_pages), dirty_cap(), grace_cutoff(), true);
-}
 
 sl_lock *purge_fork_lock(void) { return &purge_lock; }
 /* After fork the child has no reclaimer thread: let the hook fire again. */

@@ -1,7 +1,8 @@
 /* reclaimer.c — one background thread, the kernel's kswapd in user space:
- * it runs the purge layer's decay (page/purge.c, huge.c) on a clock, purges
- * down to the dirty cap when a big free kicks it (so the freeing thread
- * goes on), and under memory pressure makes every free page clean at once.
+ * it runs the purge layer's decay (page/purge.c, huge.c) on a clock, wakes
+ * from its idle sleep when a big free kicks it (its next tick enforces the
+ * dirty cap, so the freeing thread goes on), and under memory pressure
+ * makes every free page clean at once.
  *
  * Started lazily: the page layer calls the hook when there is dirty or
  * lazy memory, so a program that never frees never gets the thread; and
@@ -44,7 +45,7 @@
 #define PRESSURE_EVERY_MS 100
 
 static _Atomic int running;
-static _Atomic int kicked; /* futex word: a big free wants the cap enforced */
+static _Atomic int kicked; /* futex word: a big free ends an idle sleep */
 
 /* Where to read the cgroup's usage and limits: v2 (memory.current,
  * memory.high, memory.max, memory.pressure) or v1 (memory.usage_in_bytes,
@@ -192,8 +193,7 @@ static void *reclaimer_main(void *arg)
         t /= 4;
         uint64_t tick = t < 10 ? 10 : t > 1000 ? 1000 : (uint64_t)t;
         wait_ms(tick);
-        if (atomic_exchange(&kicked, 0))
-            page_purge_cap();
+        st_relaxed(&kicked, 0); /* a kick only ends an idle sleep: the cap waits out its grace */
         uint64_t now = os_now_ms();
         bool pressure = false;
         if (now - last_pressure >= PRESSURE_EVERY_MS) {
@@ -240,13 +240,10 @@ static bool reclaimer_start(void)
     return true;
 }
 
-static bool reclaimer_kick(void)
+static void reclaimer_kick(void)
 {
-    if (ld_relaxed(&running) != 2)
-        return false;
-    if (!ld_relaxed(&kicked) && !atomic_exchange(&kicked, 1))
+    if (ld_relaxed(&running) == 2 && !ld_relaxed(&kicked) && !atomic_exchange(&kicked, 1))
         os_futex_wake(&kicked, 1);
-    return true;
 }
 
 void reclaimer_init(void) { page_set_reclaimer_hooks(reclaimer_start, reclaimer_kick); }
