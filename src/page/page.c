@@ -13,6 +13,7 @@
 #include "page_heap.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "../base/lock.h"
 #include "../os/os.h"
@@ -245,6 +246,22 @@ static int cache_stack(enum pb_type type, enum page_kind kind)
     return -1;
 }
 
+static void pcache_push(struct page_cache *pc, int ct, unsigned n, void *run)
+{
+    pc->runs[ct][n][pc->count[ct][n]++] = run;
+    pc->pages += n;
+    pc->nonempty[ct] |= 1ull << (n - 1);
+}
+
+static void *pcache_pop(struct page_cache *pc, int ct, unsigned n)
+{
+    void *r = pc->runs[ct][n][--pc->count[ct][n]];
+    pc->pages -= n;
+    if (!pc->count[ct][n])
+        pc->nonempty[ct] &= ~(1ull << (n - 1));
+    return r;
+}
+
 /* Refill the cache for (type, n) with a batch taken under one lock. A
  * cached run keeps its head kind (stack 0: PG_SLAB, stack 1: PG_RUN):
  * descriptors are only ever written under the lock or by a live run's
@@ -263,8 +280,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
         void *r = take_locked(type, n, 0, kind, &clean);
         if (!r)
             break;
-        pc->runs[ct][n][pc->count[ct][n]++] = r;
-        pc->pages += n;
+        pcache_push(pc, ct, n, r);
     }
     lock_release(&heap.lock);
     if (pc->stats)
@@ -286,11 +302,8 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
     int ct = cache_stack(type, kind);
     unsigned n = (unsigned)npages;
     if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES && align_pages <= 1) {
-        if (pc->count[ct][n]) {
-            void *r = pc->runs[ct][n][--pc->count[ct][n]];
-            pc->pages -= n;
-            return r; /* of `kind`: a stack holds one kind (cache_stack) */
-        }
+        if (pc->count[ct][n])
+            return pcache_pop(pc, ct, n); /* of `kind`: a stack holds one kind (cache_stack) */
         void *r = pcache_refill_slow(pc, ct, type, n, kind);
         if (!r)
             errno = ENOMEM;
@@ -312,17 +325,13 @@ static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned bud
     lock_acquire(&heap.lock);
     if (n) {
         unsigned keep = pc->count[ct][n] / 2;
-        while (pc->count[ct][n] > keep) {
-            give_locked(pc->runs[ct][n][--pc->count[ct][n]], PS_DIRTY);
-            pc->pages -= n;
-        }
+        while (pc->count[ct][n] > keep)
+            give_locked(pcache_pop(pc, ct, n), PS_DIRTY);
     }
-    for (unsigned m = PCACHE_MAX_PAGES; m >= 1 && pc->pages > budget; m--)
-        for (int t = 0; t < PCACHE_TYPES; t++)
-            while (pc->count[t][m] && pc->pages > budget) {
-                give_locked(pc->runs[t][m][--pc->count[t][m]], PS_DIRTY);
-                pc->pages -= m;
-            }
+    while (pc->pages > budget) { /* the largest parked run of either stack type */
+        int t = pc->nonempty[1] > pc->nonempty[0]; /* the larger mask has the higher top bit */
+        give_locked(pcache_pop(pc, t, log2_floor(pc->nonempty[t]) + 1), PS_DIRTY);
+    }
     lock_release(&heap.lock);
     if (pc->stats)
         stat_add(pc->stats, STAT_pcache_drain, 1);
@@ -330,6 +339,13 @@ static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned bud
 }
 
 void page_cache_drain(struct page_cache *pc) { pcache_drain(pc, 0, 0, 0); }
+
+void page_cache_forget(struct page_cache *pc)
+{
+    memset(pc->count, 0, sizeof pc->count);
+    pc->nonempty[0] = pc->nonempty[1] = 0;
+    pc->pages = 0;
+}
 
 void page_free(struct page_cache *pc, void *run)
 {
@@ -343,8 +359,7 @@ void page_free(struct page_cache *pc, void *run)
             pcache_drain(pc, ct, n, PCACHE_BUDGET);
         else if (pc->pages + n > PCACHE_BUDGET)
             pcache_drain(pc, ct, 0, PCACHE_BUDGET / 2);
-        pc->runs[ct][n][pc->count[ct][n]++] = run;
-        pc->pages += n;
+        pcache_push(pc, ct, n, run);
         return;
     }
     /* purging at once (SLUICE_DIRTY_DECAY_MS=0): advise before the pages

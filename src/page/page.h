@@ -28,6 +28,7 @@
 struct page_cache {
     uint8_t count[PCACHE_TYPES][PCACHE_MAX_PAGES + 1];
     void *runs[PCACHE_TYPES][PCACHE_MAX_PAGES + 1][PCACHE_DEPTH];
+    uint64_t nonempty[PCACHE_TYPES]; /* bit n - 1: count[t][n] != 0 */
     unsigned pages;          /* pages parked here */
     _Atomic uint64_t *stats; /* the owning heap's counters */
 };
@@ -42,6 +43,9 @@ void page_free(struct page_cache *pc, void *run);
 /* Grow or shrink an allocated run in place; false if it cannot grow. */
 bool page_resize(void *run, size_t new_npages);
 void page_cache_drain(struct page_cache *pc);
+/* A fork child: forget a cache its thread may have left mid-push (its runs
+ * stay mapped, unused, in this process) rather than trust it. */
+void page_cache_forget(struct page_cache *pc);
 
 /* Gauges for the stats, taken under the lock. */
 struct page_gauges {

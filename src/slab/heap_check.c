@@ -159,6 +159,8 @@ static void check_pcache(struct page_cache *pc, struct parked *ps)
         for (unsigned n = 1; n <= PCACHE_MAX_PAGES; n++) {
             if (pc->count[t][n] > PCACHE_DEPTH)
                 FAIL("page cache stack overfull:", pc, "pages", n);
+            if (!!pc->count[t][n] != !!(pc->nonempty[t] & (1ull << (n - 1))))
+                FAIL("page cache's non-empty mask disagrees with a stack:", pc, "pages", n);
             for (unsigned i = 0; i < pc->count[t][n]; i++) {
                 uintptr_t run = (uintptr_t)pc->runs[t][n][i];
                 struct page *head = page_of((void *)run);

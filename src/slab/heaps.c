@@ -317,10 +317,7 @@ void heap_fork_child(void)
             continue;
         forked_with_threads = true;
         h->fork_orphan = true;
-        /* its page cache may be mid-push: forget it (those runs stay
-         * mapped, unused, in this process) rather than trust it */
-        memset(h->pcache.count, 0, sizeof h->pcache.count);
-        h->pcache.pages = 0;
+        page_cache_forget(&h->pcache); /* it may be mid-push */
         h->orphan = true;
         h->orphan_next = orphans;
         orphans = h;
