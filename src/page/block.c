@@ -183,16 +183,16 @@ void block_state_set(struct block *b, unsigned first, unsigned n, enum page_stat
 {
     for (unsigned w = first / 64; w * 64 < first + n; w++) {
         uint64_t m = range_mask(w, first, n);
-        b->ndirty = (uint16_t)(b->ndirty - __builtin_popcountll(b->dirty[w] & m));
-        b->nlazy = (uint16_t)(b->nlazy - __builtin_popcountll(b->lazy[w] & m));
+        b->ndirty = (uint16_t)(b->ndirty - popcount64(b->dirty[w] & m));
+        b->nlazy = (uint16_t)(b->nlazy - popcount64(b->lazy[w] & m));
         b->dirty[w] &= ~m;
         b->lazy[w] &= ~m;
         if (st == PS_DIRTY) {
             b->dirty[w] |= m;
-            b->ndirty = (uint16_t)(b->ndirty + __builtin_popcountll(m));
+            b->ndirty = (uint16_t)(b->ndirty + popcount64(m));
         } else if (st == PS_LAZY) {
             b->lazy[w] |= m;
-            b->nlazy = (uint16_t)(b->nlazy + __builtin_popcountll(m));
+            b->nlazy = (uint16_t)(b->nlazy + popcount64(m));
         }
     }
 }
@@ -204,8 +204,8 @@ bool block_state_take(struct block *b, unsigned first, unsigned n)
         uint64_t m = range_mask(w, first, n), d = b->dirty[w] & m, l = b->lazy[w] & m;
         if (d | l) {
             clean = false;
-            b->ndirty = (uint16_t)(b->ndirty - __builtin_popcountll(d));
-            b->nlazy = (uint16_t)(b->nlazy - __builtin_popcountll(l));
+            b->ndirty = (uint16_t)(b->ndirty - popcount64(d));
+            b->nlazy = (uint16_t)(b->nlazy - popcount64(l));
             b->dirty[w] &= ~m;
             b->lazy[w] &= ~m;
         }

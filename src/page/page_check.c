@@ -32,7 +32,7 @@ static unsigned popcount_map(const uint64_t *m)
 {
     unsigned n = 0;
     for (unsigned w = 0; w < SL_BLOCK_PAGES / 64; w++)
-        n += (unsigned)__builtin_popcountll(m[w]);
+        n += popcount64(m[w]);
     return n;
 }
 

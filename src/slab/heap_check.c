@@ -77,7 +77,7 @@ static size_t bits_in(uintptr_t base, size_t bytes)
 {
     size_t n = 0;
     for (uintptr_t a = base; a < base + bytes; a += SL_GRAIN * 64)
-        n += (size_t)__builtin_popcountll(ld_relaxed(bitmap_word(a)));
+        n += (size_t)popcount64(ld_relaxed(bitmap_word(a)));
     return n;
 }
 

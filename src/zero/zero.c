@@ -133,7 +133,7 @@ void zero_check_all(void)
             FAIL("pagemap entry of a zero-size zone points elsewhere: zone", z->base, 0);
         size_t c = 0;
         for (size_t w = 0; w < ZONE_WORDS; w++)
-            c += (size_t)__builtin_popcountll(z->bits[w]);
+            c += (size_t)popcount64(z->bits[w]);
         if (c != z->live)
             FAIL("zero-size zone's live count disagrees with its bits: zone", z->base, z->live);
         live += c;
