@@ -312,12 +312,25 @@ void heap_free_block_slow(void *p)
 
 /* ---- medium runs --------------------------------------------------------- */
 
+/* Pages for a run of size bytes: whole pages, and above 8 pages rounded up
+ * to an eighth of their power of two (waste under 12.5%), so that freed
+ * runs match later requests in the page cache's per-length stacks and the
+ * same pages are used again. */
+static size_t run_pages(size_t size)
+{
+    size_t n = align_up(size, SL_PAGE) >> SL_PAGE_SHIFT;
+    if (n <= 8)
+        return n;
+    size_t step = (size_t)1 << (log2_floor(n) - 3);
+    return align_up(n, step);
+}
+
 void *heap_alloc_run(size_t size, size_t align, bool *clean)
 {
     struct heap *h = heap_get();
     if (!h)
         return NULL;
-    size_t npages = align_up(size, SL_PAGE) >> SL_PAGE_SHIFT;
+    size_t npages = run_pages(size);
     void *r = page_alloc(&h->pcache, PB_RUN, npages, align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1, PG_RUN, clean);
     if (!r)
         return NULL;
@@ -338,7 +351,7 @@ size_t heap_usable_size(void *p)
 
 bool heap_resize_run(void *p, size_t new_size)
 {
-    if (!page_resize(p, align_up(new_size, SL_PAGE) >> SL_PAGE_SHIFT))
+    if (!page_resize(p, run_pages(new_size)))
         return false;
     page_of(p)->run.req = new_size;
     return true;
