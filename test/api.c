@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -92,6 +93,49 @@ static void test_zero_size(void)
     CHECK_EQ(sl_usable_size(bulk[3]), 0);
     sl_free_bulk(bulk, 8);
     sl_check();
+}
+
+/* Does the mapping holding p carry VM_HUGEPAGE ("hg" in smaps' VmFlags)?
+ * -1 if /proc/self/smaps cannot say. */
+static int thp_hinted(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int in = 0, hinted = -1;
+    uintptr_t a = (uintptr_t)p;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = a >= lo && a < hi;
+        } else if (in && !strncmp(line, "VmFlags:", 8)) {
+            hinted = strstr(line, " hg") != NULL;
+            break;
+        }
+    }
+    fclose(f);
+    return hinted;
+}
+
+/* Transparent hugepages are asked for (MADV_HUGEPAGE) on huge mappings of
+ * 64 MiB and more only: a few-MiB buffer touched sparsely would fault in
+ * whole 2 MiB pages. */
+static void test_thp_hint(void)
+{
+    FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!thp) {
+        printf("api: no transparent hugepages in this kernel: THP hint not tested\n");
+        return;
+    }
+    fclose(thp);
+    char *small = sl_malloc(8u << 20), *big = sl_malloc(64u << 20);
+    CHECK(small && big);
+    small[0] = big[0] = 1;
+    CHECK_EQ(thp_hinted(small), 0);
+    CHECK_EQ(thp_hinted(big), 1);
+    sl_free(small);
+    sl_free(big);
 }
 
 static void test_errno(void)
@@ -442,6 +486,7 @@ int main(void)
 {
     test_sizes();
     test_zero_size();
+    test_thp_hint();
     test_errno();
     test_calloc();
     test_realloc();

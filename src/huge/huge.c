@@ -29,6 +29,13 @@ static void advise_cached(struct huge *hd, uint64_t now)
     hd->state_ms = now;
 }
 
+static void hint_huge(struct huge *hd, size_t size)
+{
+    size_t whole = align_down(size, SL_BLOCK);
+    if (size >= HUGE_THP_MIN)
+        os_huge(hd->base, whole);
+}
+
 static void unmap_locked_free(struct huge *hd)
 {
     pagemap_set((uintptr_t)hd->base, hd->map_size, 0);
@@ -82,6 +89,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         stat_add(stats_global, STAT_huge_reuse, 1);
         bool clean = hd->state == PS_CLEAN;
         lock_release(&huge_lock);
+        hint_huge(hd, size);
         if (zero && !clean) /* a fresh or DONTNEED'd mapping reads as zero */
             memset(hd->base, 0, size);
         return hd->base;
@@ -118,6 +126,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         errno = ENOMEM;
         return NULL;
     }
+    hint_huge(hd, size);
     return base;
 }
 
@@ -218,6 +227,7 @@ void *huge_realloc(struct huge *hd, void *p, size_t size)
     lock_release(&huge_lock);
     if (unmap)
         os_unmap(unmap, old_map - new_map);
+    hint_huge(hd, size);
     return hd->base;
 }
 

@@ -1,9 +1,13 @@
 /* huge.h — huge allocations: each its own mapping, 2 MiB aligned and a whole
- * number of 2 MiB granules long, so it owns its pagemap entries. No
- * MADV_HUGEPAGE hint: a buffer touched sparsely (one byte every 64 KiB)
- * would fault in and zero whole 2 MiB pages (measured, bench/large: 1.8 s
- * with the hint and a 4-entry cache, 0.05 s without and with the cache
- * below). Where THP is "always", the kernel still backs them.
+ * number of 2 MiB granules long, so it owns its pagemap entries.
+ * Transparent hugepages (MADV_HUGEPAGE on the whole granules the request
+ * covers) only from HUGE_THP_MIN up: a buffer of a few MiB touched sparsely
+ * (one byte every 64 KiB) would fault in and zero whole 2 MiB pages
+ * (measured, bench/large: 1.8 s with the hint on every mapping and a
+ * 4-entry cache, 0.05 s without it and with the cache below), while a
+ * mapping of 64 MiB and more is nearly always filled, and hugepages make
+ * its faults, its TLB misses and its teardown (issue 10) cheaper. Where
+ * THP is "always", the kernel backs the smaller ones too.
  *
  * A freed mapping is kept in a cache (HUGE_CACHE_ENTRIES, at most
  * HUGE_CACHE_BYTES, each at most half of that) and reused, best fit,
@@ -22,7 +26,8 @@
 #include "../base/common.h"
 #include "../page/block.h" /* enum page_state */
 
-#define HUGE_MIN ((size_t)1 << 20) /* requests above 1 MiB are huge */
+#define HUGE_MIN     ((size_t)1 << 20)  /* requests above 1 MiB are huge */
+#define HUGE_THP_MIN ((size_t)64 << 20) /* from here on, MADV_HUGEPAGE */
 
 struct huge {
     uint8_t *base;

@@ -93,6 +93,8 @@ int os_protect(void *p, size_t size, bool rw)
     return r;
 }
 
+int os_huge(void *p, size_t size) { return advise(p, size, MADV_HUGEPAGE); }
+
 static _Atomic int madv_free_refused;
 
 enum os_purge os_purge(void *p, size_t size, enum os_purge how)
