@@ -281,6 +281,50 @@ static void *churn(void *arg)
     return NULL;
 }
 
+/* A churning program: it frees far more than the dirty cap and takes it
+ * back at once, over and over, for less than a tick. Nothing may be
+ * advised: the cap waits out its grace in blocks that keep getting dirty
+ * pages (before, a big free purged at once and the next round faulted the
+ * same pages back in). Then, idle for the decay, it all goes back. */
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void scenario_churn(void)
+{
+    enum { N = 400 };
+    static void *v[N];
+    for (int i = 0; i < N; i++)
+        v[i] = sl_malloc(100000);
+    for (int i = 0; i < N; i++) /* every eighth stays, spread over the blocks: none comes wholly free */
+        if (i % 8)
+            sl_free(v[i]);
+    uint64_t t0 = now_ms();
+    while (now_ms() - t0 < 40) {
+        for (int i = 0; i < N; i++)
+            if (i % 8) {
+                v[i] = sl_malloc(100000);
+                memset(v[i], 5, 100000);
+            }
+        for (int i = 0; i < N; i++) /* about 35 MB: far past 4x the dirty cap (2 MiB here) */
+            if (i % 8)
+                sl_free(v[i]);
+    }
+    CHECK_EQ(sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls"), 0);
+    CHECK(sl_stat("dirty_bytes") >= (16u << 20));
+    for (int i = 0; i < 60 && sl_stat("dirty_bytes") > (8u << 20); i++) {
+        sl_free(sl_malloc(300000)); /* a slow path runs the decay when a tick is due */
+        sleep_ms(50);
+    }
+    CHECK(sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls") > 0);
+    CHECK(sl_stat("dirty_bytes") <= (8u << 20));
+    for (int i = 0; i < N; i += 8)
+        sl_free(v[i]);
+}
+
 static void scenario_threads(void)
 {
     pthread_t t[3];
@@ -389,6 +433,8 @@ int main(int argc, char **argv)
             scenario_threads();
         else if (!strcmp(s, "no_thread"))
             scenario_no_thread();
+        else if (!strcmp(s, "churn"))
+            scenario_churn();
         else if (!strcmp(s, "pressure"))
             scenario_pressure(argv[2], !strcmp(argv[3], "v2"));
         return t_done(s);
@@ -423,6 +469,9 @@ int main(int argc, char **argv)
     static const char *const single[] = { "SLUICE_DIRTY_DECAY_MS", "100", "SLUICE_LAZY_DECAY_MS", "300", NULL };
     static const char *const forced[] = { "SLUICE_RECLAIMER", "on", "SLUICE_DIRTY_DECAY_MS", "100",
                                           "SLUICE_LAZY_DECAY_MS", "300", NULL };
+    static const char *const churny[] = { "SLUICE_RECLAIMER", "off", "SLUICE_DIRTY_DECAY_MS", "1000",
+                                          "SLUICE_LAZY_DECAY_MS", "10000", NULL };
+    CHECK(run(self, "churn", churny));
     CHECK(run(self, "no_thread", no_thread));
     CHECK(run(self, "no_thread", single)); /* the default keeps a single-threaded program so */
     CHECK(run(self, "decay", forced));     /* unless asked: then the thread runs the decay */
