@@ -44,8 +44,15 @@ static void unmap_locked_free(struct huge *hd)
     meta_free(hd, sizeof *hd);
 }
 
-/* Best fit among cached mappings of the right alignment; a larger one is
- * trimmed to the request (its tail granules unmapped). */
+/* Best fit among cached mappings of the right alignment. One more than 4x
+ * the request is trimmed to it (its tail granules unmapped); a smaller
+ * excess is handed out whole, so the pages it has faulted in serve again
+ * when a bigger request takes it next. Measured on mimalloc-bench's
+ * malloc-large (5-25 MiB buffers, 20 live): trimming above 1.25x cost
+ * 547k page faults and 1.9 s (tcmalloc: 184k, 1.07 s); above 2x, 232k and
+ * 1.3 s; above 4x, 146k and 1.05 s, peak RSS 586 MB (tcmalloc 574 MB).
+ * Growing a smaller cached mapping by mremap instead was worse (1.59M
+ * faults: the grown part faults, and later trims throw pages away). */
 static struct huge *cache_take(size_t map_size, size_t align)
 {
     struct huge **best = NULL;
@@ -62,7 +69,7 @@ static struct huge *cache_take(size_t map_size, size_t align)
     *best = hd->next;
     cache_bytes -= hd->map_size;
     cache_count--;
-    if (hd->map_size > map_size + map_size / 4) {
+    if (hd->map_size > 4 * map_size) {
         pagemap_set((uintptr_t)hd->base + map_size, hd->map_size - map_size, 0);
         os_unmap(hd->base + map_size, hd->map_size - map_size);
         hd->map_size = map_size;

@@ -10,9 +10,10 @@
  * THP is "always", the kernel backs the smaller ones too.
  *
  * A freed mapping is kept in a cache (HUGE_CACHE_ENTRIES, at most
- * HUGE_CACHE_BYTES, each at most half of that) and reused, best fit,
- * trimmed to the request, so a program that allocates and frees big
- * buffers in a loop does not pay mmap + page faults each time. Cached descriptors stay in the pagemap with
+ * HUGE_CACHE_BYTES, each at most half of that) and reused, best fit
+ * (trimmed to the request only if more than 4x it), so a program that
+ * allocates and frees big buffers in a loop does not pay mmap + page
+ * faults each time. Cached descriptors stay in the pagemap with
  * live == false, so a double free is named as one.
  *
  * Purging: a cached mapping is dirty when freed; after the dirty decay it
