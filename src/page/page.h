@@ -71,8 +71,10 @@ void purge_fork_child(void);
  * is something to decay, so the thread is started lazily (it returns false
  * to be asked again later, true once it is settled either way); and
  * kick, when a big free leaves dirty pages far over the cap: it ends an
- * idle reclaimer's long sleep, so that its next tick enforces the cap. */
-void page_set_reclaimer_hooks(bool (*start)(void), void (*kick)(void));
+ * idle reclaimer's long sleep, so that its next tick enforces the cap, and
+ * returns true; false if there is no reclaimer (the freeing thread then
+ * enforces the cap itself, at most once per tick). */
+void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void));
 
 /* sl_check's part for the page layer (page_check.c): checks every
  * pageblock and hands each allocated run's head to run (both locks held);

@@ -6,13 +6,14 @@
  *     DIRTY_MIN_PAGES), enforced once per decay tick, only in blocks with
  *     no new dirty page for a tick (the grace), largest spans first, down
  *     to the cap. Past DIRTY_BURST times the cap (a big free) an idle
- *     reclaimer is woken, so the next tick comes soon. Enforcing the cap on
- *     every free made a program that frees and reallocates more than the
- *     cap per cycle advise the same pages over and over (measured: 139,000
- *     MADV_FREE calls, 2x the time, on bench/sizes); so did enforcing it
- *     at once on a big free (17,504 calls advising 2.2 GB in 0.5 s, twice
- *     the time of SLUICE_PURGE=off, on bench/mixed). A big free is advised
- *     a tick or two later (a quarter to a half of the shorter decay).
+ *     reclaimer is woken, so the next tick comes soon; with no reclaimer
+ *     (a single-threaded program) the freeing thread purges down to the
+ *     cap itself, without the grace, at most once per tick. Enforcing the
+ *     cap on every free made a program that frees and reallocates more
+ *     than the cap per cycle advise the same pages over and over
+ *     (measured: 139,000 MADV_FREE calls, 2x the time, on bench/sizes);
+ *     so did enforcing it on every big free (17,504 calls advising 2.2 GB
+ *     in 0.5 s, twice the time of SLUICE_PURGE=off, on bench/mixed).
  *     SLUICE_DIRTY_DECAY_MS=0 purges every freed run before its pages go
  *     back on the free lists.
  *   - Decay: a block's dirty pages are purged once the block has seen no
@@ -46,11 +47,11 @@
  * before the page heap lock. */
 static sl_lock purge_lock = SL_LOCK_INIT;
 static bool (*start_hook)(void);
-static void (*kick_hook)(void);
+static bool (*kick_hook)(void);
 static _Atomic int hook_fired;
-static _Atomic uint64_t last_decay_ms;
+static _Atomic uint64_t last_decay_ms, last_burst_ms;
 
-void page_set_reclaimer_hooks(bool (*start)(void), void (*kick)(void))
+void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void))
 {
     start_hook = start;
     kick_hook = kick;
@@ -325,6 +326,21 @@ void page_purge_all(void)
     purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
 }
 
+/* A big free with no reclaimer to wake (a single-threaded program): the
+ * freeing thread purges down to the cap itself, grace or not, so that a
+ * program that frees a lot and then goes idle does not keep it dirty. At
+ * most once per tick: a program that frees and takes back more than the
+ * cap over and over pays one purge per tick, not one per free. */
+static void burst_in_thread(size_t dirty)
+{
+    uint64_t now = os_now_ms(), last = ld_relaxed(&last_burst_ms);
+    if (now - last < decay_tick_ms() ||
+        !atomic_compare_exchange_strong_explicit(&last_burst_ms, &last, now, memory_order_relaxed,
+                                                 memory_order_relaxed))
+        return;
+    enforce_cap(dirty, dirty_cap(), UINT64_MAX, false);
+}
+
 void purge_maybe(void)
 {
     if (sl_opt.purge == PURGE_OFF)
@@ -332,8 +348,8 @@ void purge_maybe(void)
     size_t dirty = ld_relaxed(&heap.dirty_pages);
     if (purge_at_once())
         enforce_cap(dirty, 0, UINT64_MAX, true);
-    else if (dirty > DIRTY_BURST * dirty_cap() && kick_hook)
-        kick_hook(); /* wake an idle reclaimer; without one, the tick below enforces the cap */
+    else if (dirty > DIRTY_BURST * dirty_cap() && !(kick_hook && kick_hook()))
+        burst_in_thread(dirty);
     if (!dirty && !ld_relaxed(&heap.lazy_pages))
         return;
     uint64_t now = os_now_ms(), last = ld_relaxed(&last_decay_ms);

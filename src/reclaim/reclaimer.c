@@ -240,10 +240,13 @@ static bool reclaimer_start(void)
     return true;
 }
 
-static void reclaimer_kick(void)
+static bool reclaimer_kick(void)
 {
-    if (ld_relaxed(&running) == 2 && !ld_relaxed(&kicked) && !atomic_exchange(&kicked, 1))
+    if (ld_relaxed(&running) != 2)
+        return false;
+    if (!ld_relaxed(&kicked) && !atomic_exchange(&kicked, 1))
         os_futex_wake(&kicked, 1);
+    return true;
 }
 
 void reclaimer_init(void) { page_set_reclaimer_hooks(reclaimer_start, reclaimer_kick); }
