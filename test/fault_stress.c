@@ -328,8 +328,24 @@ static void phase(const char *rule, double seconds, int with_fork)
     ops = failures = 0;
 }
 
+/* The first malloc(0) makes a zone of zero-size slots (a PROT_NONE
+ * reservation): with mmap refused it must fail cleanly, NULL and ENOMEM,
+ * and work once mmap works again. */
+static void zero_size_zone_refused(void)
+{
+    fault_config("mmap:after=0");
+    errno = 0;
+    void *p = sl_malloc(0);
+    CHECK(p == NULL && errno == ENOMEM);
+    fault_config(NULL);
+    p = sl_malloc(0);
+    CHECK(p != NULL);
+    sl_free(p);
+}
+
 static int run_mode(double seconds)
 {
+    zero_size_zone_refused();
     for (int i = 0; i < 3; i++)
         caches[i] = sl_cache_create("stress", cache_size[i], 0, i == 2 ? SL_CACHE_RECLAIMABLE : 0, NULL);
     double each = seconds / 9;
