@@ -113,8 +113,8 @@ void relink(struct block *b)
 }
 
 /* Make pages [0, end) of b read-write (lazy commit, block.h), rounded up to
- * a step and at least doubling what is committed; false if the kernel refused (no room for another mapping, or the
- * commit limit). Lock held. */
+ * a step and at least doubling what is committed; false if the kernel
+ * refused (no room for another mapping, or the commit limit). Lock held. */
 static bool block_commit(struct block *b, unsigned end)
 {
     unsigned from = b->committed;

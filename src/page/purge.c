@@ -363,7 +363,6 @@ void purge_maybe(void)
         st_relaxed(&hook_fired, 0);
 }
 
-
 sl_lock *purge_fork_lock(void) { return &purge_lock; }
 /* After fork the child has no reclaimer thread: let the hook fire again. */
 void purge_fork_child(void)
