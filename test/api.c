@@ -2,6 +2,7 @@
  * test runs in the override build and under the sanitizers). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -482,6 +483,65 @@ static void test_many_objects(void)
     CHECK_EQ(bad, 0);
 }
 
+/* A thread frees the objects of one size it allocated, and exits. */
+static void *churn_size(void *arg)
+{
+    size_t n = (size_t)(uintptr_t)arg;
+    void *ps[500];
+    for (int i = 0; i < 500; i++)
+        ps[i] = sl_malloc(n);
+    for (int i = 0; i < 500; i++)
+        sl_free(ps[i]);
+    return NULL;
+}
+
+static long long live_slabs(void) { return (long long)(sl_stat("slab_new") - sl_stat("slab_release")); }
+
+/* The magazines (slab/heap.h): a small free by the owner goes to the
+ * heap's magazine of its class, and the next malloc of that class gets it
+ * back, whichever slab it is of; the magazine's objects are free to
+ * sl_check and to mallinfo; a thread that exits leaves none behind. */
+static void test_magazine(void)
+{
+    enum { N = 300 }; /* 64-byte objects: 1-page slabs of 64, so several slabs */
+    void *ps[N];
+    for (int i = 0; i < N; i++)
+        ps[i] = sl_malloc(64);
+    /* an object of the first, full slab comes straight back, not one of the
+     * current slab's free objects */
+    void *x = ps[3];
+    sl_free(x);
+    void *y = sl_malloc(64);
+    CHECK(y == x);
+    /* LIFO across slabs */
+    sl_free(ps[10]);
+    sl_free(ps[200]);
+    CHECK(sl_malloc(64) == ps[200]);
+    CHECK(sl_malloc(64) == ps[10]);
+    for (int i = 0; i < 20; i++)
+        sl_free(ps[i * 7]);
+    CHECK(sl_check() == 0);
+    for (int i = 0; i < 20; i++)
+        ps[i * 7] = sl_malloc(64);
+    for (int i = 0; i < N; i++)
+        sl_free(ps[i]);
+    CHECK(sl_check() == 0);
+    /* an exiting thread's magazines go back to their slabs, so its slabs
+     * come free and are released */
+    pthread_t t;
+    pthread_create(&t, NULL, churn_size, (void *)(uintptr_t)208); /* the first thread's setup keeps a slab */
+    pthread_join(t, NULL);
+    sl_purge();
+    long long before = live_slabs();
+    /* its heap is taken over by the next thread, which uses another class:
+     * a magazine of that class left behind would keep a slab */
+    pthread_create(&t, NULL, churn_size, (void *)(uintptr_t)1100);
+    pthread_join(t, NULL);
+    sl_purge();
+    CHECK_EQ(live_slabs(), before);
+    CHECK(sl_check() == 0);
+}
+
 int main(void)
 {
     test_sizes();
@@ -494,6 +554,7 @@ int main(void)
     test_sized();
     test_giant();
     test_many_objects();
+    test_magazine();
     test_stats_and_purge();
 #if SL_OVERRIDE
     test_glibc_extensions();

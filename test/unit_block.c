@@ -111,7 +111,7 @@ int main(void)
     CHECK_EQ(n, BLOCK_USABLE_PAGES);
     CHECK_EQ(b->free_pages, 0);
     for (unsigned i = 0; i < n; i++) {
-        unsigned j = (i * 7919u) % n; /* 7919 is prime, coprime with 500 */
+        unsigned j = (i * 7919u) % n; /* 7919 is prime, coprime with the usable page count */
         block_give(b, idx[j], 1);
     }
     CHECK_EQ(b->free_pages, BLOCK_USABLE_PAGES);

@@ -6,7 +6,11 @@
  *                 the header pages themselves hold struct block instead.
  *   [32, 48 KiB)  live-object bitmap: one bit per 16-byte grain of the block,
  *                 set while an object (or run) starting there is allocated.
- *   [48 KiB, 2 MiB) 500 usable pages.
+ *   [48, 50 KiB)  page tags: one 32-bit word per page, nonzero on the pages
+ *                 of a malloc-class slab: its owner heap's tag | size class
+ *                 (the small free fast path reads this compact array, not
+ *                 the 64-byte descriptors; slab_set_owner keeps it).
+ *   [52 KiB, 2 MiB) 499 usable pages.
  *
  * pointer -> block by masking, -> descriptor by page index, -> head
  * descriptor through page.head (kept in every page of a slab; a medium run
@@ -42,13 +46,14 @@
 
 #include "../base/common.h"
 
-#define BLOCK_HEADER_PAGES 12
+#define BLOCK_HEADER_PAGES 13
 #define BLOCK_USABLE_PAGES (SL_BLOCK_PAGES - BLOCK_HEADER_PAGES)
 #define BLOCK_MAX_ORDER    8 /* 256 pages, 1 MiB: the largest buddy chunk */
 #define BLOCK_COMMIT_STEP  64 /* pages (256 KiB) made read-write at a time */
 #define BLOCK_NORDERS      (BLOCK_MAX_ORDER + 1)
 #define BLOCK_BITMAP_OFF   (SL_BLOCK_PAGES * 64)
 #define BLOCK_BITMAP_WORDS (SL_BLOCK / SL_GRAIN / 64)
+#define BLOCK_TAGS_OFF     (BLOCK_BITMAP_OFF + SL_BLOCK / SL_GRAIN / 8)
 
 /* Pageblock types: the user-space twins of the kernel's migratetypes. */
 enum pb_type { PB_SLAB, PB_RECLAIM, PB_RUN, PB_FREE, PB_NTYPES };
@@ -100,6 +105,7 @@ struct block {
 };
 _Static_assert(sizeof(struct block) <= BLOCK_HEADER_PAGES * sizeof(struct page), "block fits");
 _Static_assert(BLOCK_COMMIT_STEP >= BLOCK_HEADER_PAGES, "a block's first commit step holds its header");
+_Static_assert(BLOCK_TAGS_OFF + SL_BLOCK_PAGES * 4 <= BLOCK_HEADER_PAGES * SL_PAGE, "page tags fit the header");
 
 sl_inline struct block *block_of(const void *p) { return (struct block *)align_down((uintptr_t)p, SL_BLOCK); }
 sl_inline struct page *block_pages(struct block *b) { return (struct page *)b; }
@@ -134,6 +140,12 @@ sl_inline void bitmap_clear_owner(uintptr_t a)
 {
     _Atomic uint64_t *w = bitmap_word(a);
     st_relaxed(w, ld_relaxed(w) & ~bitmap_bit(a));
+}
+
+/* The page tag of the page holding address a (see the layout above). */
+sl_inline _Atomic uint32_t *page_tag(uintptr_t a)
+{
+    return (_Atomic uint32_t *)(align_down(a, SL_BLOCK) + BLOCK_TAGS_OFF) + ((a >> SL_PAGE_SHIFT) & (SL_BLOCK_PAGES - 1));
 }
 
 /* Buddy operations; caller holds the page heap lock. */

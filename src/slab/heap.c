@@ -18,7 +18,7 @@
 
 struct slab slab_none;
 struct heap_ids ids_none;
-struct heap heap_empty = { .cur = { [0 ... SL_CLASS_ZERO] = &slab_none }, .ids = &ids_none };
+struct heap heap_empty = { .cur = { [0 ... SL_CLASS_ZERO] = &slab_none }, .tag = HEAP_TAG_NONE, .ids = &ids_none };
 __thread struct heap *tls_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
 void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
@@ -64,7 +64,7 @@ static void slab_unlist(struct heap *h, struct slab *s)
 void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
 {
     slab_unlist(h, s);
-    atomic_store_explicit(&s->owner, 0, memory_order_relaxed);
+    slab_own(s, NULL);
     s->state = 0;
     heap_count(h, STAT_slab_release, 1);
     page_free(pc, slab_base(s));
@@ -170,7 +170,8 @@ static struct slab *slab_new(struct heap *h, unsigned id)
     if (!run)
         return NULL;
     struct slab *s = slab_of_page(page_of(run));
-    slab_init(s, h, id);
+    slab_init(s, id);
+    slab_own(s, h);
     stat_add(h->stats, STAT_slab_new, 1);
     return s;
 }
@@ -262,6 +263,20 @@ void heap_free_local_slow(struct heap *h, struct slab *s)
      * every other call. */
     if (!s->used && s->state == SLAB_PARTIAL && (s->prev || s->next))
         slab_release(h, s, &h->pcache);
+}
+
+void heap_mag_flush(struct heap *h)
+{
+    for (unsigned c = 0; c < SL_NCLASSES; c++) {
+        unsigned k = mag_count(h, c);
+        if (!k)
+            continue;
+        mag_reset(h, c);
+        for (unsigned i = 0; i < k; i++) {
+            void *p = h->mag[c][i];
+            slab_push_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p);
+        }
+    }
 }
 
 static void run_free(void *p)

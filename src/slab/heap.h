@@ -3,10 +3,24 @@
  * cache and its counters; and the two fast paths of sluice, small malloc and
  * small free by the owner.
  *
+ * Magazines (tcmalloc's per-thread free lists, for the malloc classes): a
+ * small free by the thread that owns the object's slab pushes the object
+ * onto the heap's magazine of its class, up to class_mag_cap objects (16
+ * KiB); malloc pops the magazine before the current slab. An object in a
+ * magazine has its live bit clear (a second free of it is a double free as
+ * ever) and still counts as used in its slab. So the common free touches
+ * the bitmap word, the block's compact page tags (block.h) and the heap,
+ * never the slab's descriptor, and malloc gets back the object freed last,
+ * whose line is hot. Only objects of the heap's own slabs enter it, so
+ * only the owner ever writes their bitmap words, as before. A full
+ * magazine sends the free to the slab; heap_mag_flush empties a magazine
+ * into the slabs (thread exit, sl_purge).
+ *
  * Fast path budget: no lock, no atomic RMW, no call. malloc: TLS load, class
- * arithmetic, pop the current slab's freelist, set the bitmap bit, count.
- * free: pagemap lookup (two loads), bitmap test, owner compare, push, count.
- * Everything else goes to a *_slow function.
+ * arithmetic, pop the magazine or the current slab's freelist, set the
+ * bitmap bit, count. free: pagemap lookup (two loads), bitmap test, page
+ * tag compare, magazine push, count. Everything else goes to a *_slow
+ * function.
  *
  * A thread starts on heap_empty (every class's current slab is an empty
  * dummy), so the first malloc falls into the slow path, which gives the
@@ -43,9 +57,16 @@ struct heap_ids {
 };
 extern struct heap_ids ids_none; /* all keys 0: matches no cache */
 
+#define MAG_MAX       32          /* the largest class_mag_cap */
+#define HEAP_TAG_NONE 0xffffff00u /* matches no page tag: heap_empty */
+
 struct heap {
     struct slab *cur[SL_NCLASSES + 1];  /* owner; never NULL (slab_none, always
                                          * for cur[SL_CLASS_ZERO]) */
+    uint32_t tag;                       /* the page tag of its malloc slabs, less the class:
+                                         * its sequence number << 8; set once */
+    uint16_t mag_w[SL_NCLASSES + 1];    /* owner writes: each magazine's room << 8 | objects
+                                         * ([SL_CLASS_ZERO] stays 0) */
     struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
     _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
     _Atomic(struct slab *) notify;      /* malloc classes: FULL slabs that got a remote free */
@@ -57,6 +78,7 @@ struct heap {
     bool fork_orphan;                   /* heaps_lock: orphaned by fork; its thread may have
                                          * stopped mid-operation, so its slabs are repaired
                                          * (slab_repair) before anyone uses them */
+    void *mag[SL_NCLASSES][MAG_MAX];    /* owner; magazines, see above */
 };
 
 extern struct heap heap_empty;
@@ -78,16 +100,41 @@ sl_inline struct heap *heap_get(void)
     return likely(h != &heap_empty) ? h : heap_get_slow();
 }
 
+/* The page tag of h's slabs of malloc class cls (0: no magazines). */
+sl_inline uint32_t heap_page_tag(struct heap *h, unsigned cls)
+{
+    return h->tag == HEAP_TAG_NONE ? 0 : h->tag | cls;
+}
+/* A magazine's word: room for more objects << 8 | objects in it. One load
+ * and one compare tell malloc whether to pop and free whether to push. */
+#define MAG_ROOM 256u
+sl_inline void mag_set(struct heap *h, unsigned cls, unsigned w)
+{
+    __atomic_store_n(&h->mag_w[cls], (uint16_t)w, __ATOMIC_RELAXED);
+}
+sl_inline unsigned mag_count(struct heap *h, unsigned cls)
+{
+    return __atomic_load_n(&h->mag_w[cls], __ATOMIC_RELAXED) & (MAG_ROOM - 1);
+}
+sl_inline void mag_reset(struct heap *h, unsigned cls) { mag_set(h, cls, class_mag_cap[cls] * MAG_ROOM); }
+
 sl_inline void *heap_alloc_small(size_t n)
 {
     struct heap *h = tls_heap;
     unsigned cls = size_class(n);
-    struct slab *s = h->cur[cls];
-    void *p = s->free;
-    if (unlikely(!p))
-        return heap_alloc_small_slow(h, cls);
-    s->free = *(void **)p;
-    s->used++;
+    unsigned w = h->mag_w[cls];
+    void *p;
+    if (likely(w & (MAG_ROOM - 1))) {
+        p = h->mag[cls][(w & (MAG_ROOM - 1)) - 1];
+        mag_set(h, cls, w + MAG_ROOM - 1);
+    } else {
+        struct slab *s = h->cur[cls];
+        p = s->free;
+        if (unlikely(!p))
+            return heap_alloc_small_slow(h, cls);
+        s->free = *(void **)p;
+        s->used++;
+    }
     bitmap_set_owner((uintptr_t)p);
     stat_add(h->stats, STAT_alloc_small, 1);
     return p;
@@ -101,17 +148,14 @@ void heap_wake(uintptr_t owner_word, struct slab *s);
 /* Free of a live object p of slab s (validated) by whichever thread. */
 void heap_free_object(struct slab *s, void *p);
 
-/* Free of p (validated, bitmap word w holding v, bit bit) into slab s that
- * this thread owns, its free-list link at `link`: no atomics. */
-sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, void **link, _Atomic uint64_t *w,
-                               uint64_t v, uint64_t bit)
+/* Push p (no longer live) onto the free list of slab s that this thread
+ * owns, its free-list link at `link`: no atomics. */
+sl_inline void slab_push_owned(struct heap *h, struct slab *s, void *p, void **link)
 {
-    st_relaxed(w, v & ~bit);
     void *f = s->free;
     *link = f;
     s->free = p;
     s->used--;
-    stat_add(h->stats, STAT_free_small, 1);
     /* the slow path has work when the slab was exhausted, or is empty and
      * not the current one (the current slab emptying is the common case of
      * an alloc/free pair and needs nothing) */
@@ -119,21 +163,41 @@ sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, void **l
         heap_free_local_slow(h, s);
 }
 
+/* Free of p (validated, bitmap word w holding v, bit bit) into slab s that
+ * this thread owns, its free-list link at `link`. */
+sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, void **link, _Atomic uint64_t *w,
+                               uint64_t v, uint64_t bit)
+{
+    st_relaxed(w, v & ~bit);
+    stat_add(h->stats, STAT_free_small, 1);
+    slab_push_owned(h, s, p, link);
+}
+
+/* Empty h's magazines into their slabs (the owner, or heaps_lock for an
+ * orphan). */
+void heap_mag_flush(struct heap *h);
+
 /* Free of memory inside a pageblock (the caller looked the pagemap up).
- * Small frees by the owning thread stay here. The bitmap is tested before the
- * descriptor is read, so a bad pointer never steers a load. */
+ * Small frees by the owning thread stay here, into the magazine. The bitmap
+ * is tested before anything else is read, so a bad pointer never steers a
+ * load; the page tag then says whose slab, and which class, p is of. */
 sl_inline void heap_free_block(void *p)
 {
     uintptr_t a = (uintptr_t)p;
     _Atomic uint64_t *w = bitmap_word(a);
-    uint64_t v = ld_relaxed(w), bit = bitmap_bit(a);
-    if (unlikely(!(v & bit) || (a & (SL_GRAIN - 1))))
+    uint64_t v = ld_relaxed(w);
+    unsigned sh = (a >> SL_GRAIN_SHIFT) & 63; /* bt/btr: no mask to build */
+    if (unlikely(!((v >> sh) & 1) || (a & (SL_GRAIN - 1))))
         return heap_free_block_slow(p);
     struct heap *h = tls_heap;
-    struct slab *s = slab_of_page(page_head(page_of(p)));
-    if (unlikely(atomic_load_explicit(&s->owner, memory_order_relaxed) != (uintptr_t)h))
+    uint32_t cls = ld_relaxed(page_tag(a)) ^ h->tag; /* < 256: a malloc slab of h */
+    unsigned m;
+    if (unlikely(cls >= SL_NCLASSES) || unlikely((m = h->mag_w[cls]) < MAG_ROOM))
         return heap_free_block_slow(p);
-    heap_free_owned(h, s, p, (void **)p, w, v, bit); /* malloc classes link at 0 */
+    st_relaxed(w, v & ~((uint64_t)1 << sh));
+    h->mag[cls][m & (MAG_ROOM - 1)] = p;
+    mag_set(h, cls, m - MAG_ROOM + 1);
+    stat_add(h->stats, STAT_free_small, 1);
 }
 
 /* Medium allocations: page runs of PB_RUN blocks through the thread's page

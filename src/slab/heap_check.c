@@ -15,9 +15,12 @@
  *     at object starts, carved, whose bitmap bits are clear; its remote
  *     list objects whose bits are still set; used == carved - |free|; the
  *     bitmap bits set in it are exactly `used`, all at carved object
- *     starts. A slab with no owner and a run without its live bit must be
- *     parked in a page cache, with no bit set. A live run has one bit, at
- *     its start. (In a child forked while other threads ran, a run such a
+ *     starts, but for the objects in its owner's magazine (used, no live
+ *     bit: each at a carved object start of a slab of that heap and class).
+ *     Every page of a live malloc-class slab carries its owner's page tag
+ *     and class; every other allocated page a zero tag. A slab with no
+ *     owner and a run without its live bit must be parked in a page cache,
+ *     with no bit set. A live run has one bit, at its start. (In a child forked while other threads ran, a run such a
  *     thread was freeing at that instant is stranded: neither live nor
  *     parked. That is tolerated there, and only there.)
  */
@@ -130,13 +133,36 @@ static void check_slab(struct slab *s, struct ctx *c)
             FAIL("live-object bit not at a carved object start:", (void *)a, "size class", s->size);
         live++;
     }
-    if (live != s->used)
-        FAIL("slab's live-object bits disagree with its count:", base, "bits", live);
+    size_t in_mag = 0; /* objects of s in its owner's magazine: used, no live bit */
+    if (s->cls < SL_NCLASSES)
+        for (unsigned i = 0; i < mag_count(owner, s->cls); i++)
+            in_mag += (uintptr_t)owner->mag[s->cls][i] - (uintptr_t)base < bytes;
+    if (live + in_mag != s->used)
+        FAIL("slab's live-object bits and magazine disagree with its count:", base, "bits", live);
+}
+
+/* The page tags of an allocated run: its owner's for a malloc-class slab,
+ * else 0 (block.h). */
+static void check_tags(struct page *head)
+{
+    uint32_t want = 0;
+    if (head->h.kind == PG_SLAB) {
+        struct slab *s = slab_of_page(head);
+        uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
+        if (owner && s->cls < SL_NCLASSES)
+            want = heap_page_tag((struct heap *)owner, s->cls);
+    }
+    _Atomic uint32_t *t = page_tag((uintptr_t)page_addr(head));
+    for (unsigned i = 0; i < head->h.npages; i++)
+        if (ld_relaxed(&t[i]) != want)
+            FAIL("page tag does not name the page's slab:", (uint8_t *)page_addr(head) + ((size_t)i << SL_PAGE_SHIFT),
+                 "tag", ld_relaxed(&t[i]));
 }
 
 static void check_run(struct page *head, void *arg)
 {
     struct ctx *c = arg;
+    check_tags(head);
     if (head->h.kind == PG_SLAB)
         return check_slab(slab_of_page(head), c);
     uintptr_t base = (uintptr_t)page_addr(head);
@@ -201,8 +227,34 @@ static void check_list(struct heap *h, unsigned id, struct slab *head, enum slab
     }
 }
 
+/* A magazine holds objects of h's own slabs of its class, at carved object
+ * starts, with no live bit; check_slab counts them. */
+static void check_magazines(struct heap *h)
+{
+    for (unsigned c = 0; c < SL_NCLASSES; c++) {
+        if (h->mag_w[c] / MAG_ROOM + mag_count(h, c) != class_mag_cap[c])
+            FAIL("magazine's room and count disagree with its class:", h, "size class", class_size[c]);
+        for (unsigned i = 0; i < mag_count(h, c); i++) {
+            void *p = h->mag[c][i];
+            uintptr_t a = (uintptr_t)p;
+            if (!(pagemap_get(a) & PM_BLOCK) || page_index(p) < BLOCK_HEADER_PAGES)
+                FAIL("magazine holds a pointer outside every pageblock:", p, "size class", class_size[c]);
+            struct page *head = page_head(page_of(p));
+            struct slab *s = slab_of_page(head);
+            if (head->h.kind != PG_SLAB || s->cls != c || !slab_owned_by(s, h) ||
+                ld_relaxed(page_tag(a)) != heap_page_tag(h, c) || !slab_is_object_start(s, p) ||
+                a - (uintptr_t)slab_base(s) >= (uintptr_t)s->carved * s->size)
+                FAIL("magazine holds what is not an object of the heap's slabs of its class:", p, "size class",
+                     class_size[c]);
+            if (bitmap_test(a))
+                FAIL("object in a magazine is marked live:", p, "size class", class_size[c]);
+        }
+    }
+}
+
 static void check_heap(struct heap *h, struct ctx *c)
 {
+    check_magazines(h);
     for (unsigned id = 0; id < SL_NIDS; id++) {
         if (id >= SL_NCLASSES && (!heap_key(h, id) || heap_key(h, id) != slab_geom[id].key))
             continue; /* slots of a closed cache, reset before any use */
@@ -268,5 +320,10 @@ size_t heap_in_use_bytes(void)
 {
     size_t bytes = 0;
     page_walk_runs(count_run, &bytes);
+    heaps_lock_for_check();
+    for (struct heap *h = heaps_all(); h; h = h->all_next) /* free, though used in their slabs */
+        for (unsigned c = 0; c < SL_NCLASSES; c++)
+            bytes -= (size_t)mag_count(h, c) * class_size[c];
+    heaps_unlock_for_check();
     return bytes;
 }

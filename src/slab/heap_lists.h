@@ -21,6 +21,14 @@ bool heaps_forked(void); /* this process was forked while other threads had heap
 /* heaps.c: adopt partial slabs of id from orphaned heaps; false if none. */
 bool orphan_adopt(struct heap *h, unsigned id);
 
+/* Make h the owner of slab s (NULL: no owner), page tags included. */
+sl_inline void slab_own(struct slab *s, struct heap *h)
+{
+    if (!h)
+        return slab_set_owner(s, 0, 0);
+    slab_set_owner(s, slab_owner_word(h, s->cls), s->cls < SL_NCLASSES ? heap_page_tag(h, s->cls) : 0);
+}
+
 sl_inline void partial_push(struct heap *h, struct slab *s)
 {
     s->state = SLAB_PARTIAL;

@@ -22,6 +22,7 @@ static _Atomic size_t norphans;
 static pthread_key_t exit_key;
 static _Atomic int exit_key_ready;
 static uint32_t key_seq = 1; /* last key handed out; 1 is the malloc classes' */
+static uint32_t heap_seq;     /* heaps made so far: the last heap's tag >> 8 */
 
 /* Take heaps_lock for work that may free pages. A page free can start the
  * reclaimer thread, and pthread_create allocates; with heaps_lock held, an
@@ -110,11 +111,11 @@ bool orphan_adopt(struct heap *h, unsigned id)
             slab_collect(s);
             if (!s->used) {
                 s->state = 0;
-                atomic_store_explicit(&s->owner, 0, memory_order_relaxed);
+                slab_own(s, NULL);
                 page_free(NULL, slab_base(s));
                 continue;
             }
-            atomic_store_explicit(&s->owner, slab_owner_word(h, id), memory_order_relaxed);
+            slab_own(s, h);
             partial_push(h, s);
             got = true;
         }
@@ -163,10 +164,13 @@ struct heap *heap_get_slow(void)
             return NULL;
         for (unsigned id = 0; id <= SL_CLASS_ZERO; id++)
             h->cur[id] = &slab_none;
+        for (unsigned c = 0; c < SL_NCLASSES; c++)
+            mag_reset(h, c);
         atomic_store_explicit(&h->ids, &ids_none, memory_order_relaxed);
         h->pcache.stats = h->stats;
         stat_add(h->stats, STAT_heap_new, 1);
         lock_acquire(&heaps_lock);
+        h->tag = heap_seq < (HEAP_TAG_NONE >> 8) - 1 ? ++heap_seq << 8 : HEAP_TAG_NONE;
         h->all_next = all_heaps;
         all_heaps = h;
         lock_release(&heaps_lock);
@@ -179,6 +183,7 @@ struct heap *heap_get_slow(void)
 
 void heap_thread_exit(struct heap *h)
 {
+    heap_mag_flush(h);
     lock_acquire(&heaps_lock);
     heap_reclaim(h, false, &h->pcache);
     tls_heap = &heap_empty;
@@ -193,8 +198,10 @@ void heap_thread_exit(struct heap *h)
 void heap_collect_all(void)
 {
     lock_heaps_for_freeing();
-    if (tls_heap != &heap_empty)
+    if (tls_heap != &heap_empty) {
+        heap_mag_flush(tls_heap);
         heap_reclaim(tls_heap, true, NULL);
+    }
     for (struct heap *o = orphans; o; o = o->orphan_next)
         heap_reclaim(o, true, NULL);
     lock_release(&heaps_lock);
@@ -259,7 +266,7 @@ static void slab_discard(struct slab *s, uint64_t *live)
     size_t bytes = (size_t)slab_geom[s->cls].pages << SL_PAGE_SHIFT;
     for (size_t off = 0; off < bytes; off += 64 * SL_GRAIN)
         st_relaxed(bitmap_word((uintptr_t)base + off), 0);
-    atomic_store_explicit(&s->owner, 0, memory_order_relaxed);
+    slab_own(s, NULL);
     s->state = 0;
     page_free(NULL, base);
 }
@@ -318,6 +325,9 @@ void heap_fork_child(void)
         forked_with_threads = true;
         h->fork_orphan = true;
         page_cache_forget(&h->pcache); /* it may be mid-push */
+        /* its magazines' objects have no live bit and are on no free list:
+         * slab_repair puts them back on their slabs' free lists */
+        memset(h->mag_w, 0, sizeof h->mag_w);
         h->orphan = true;
         h->orphan_next = orphans;
         orphans = h;

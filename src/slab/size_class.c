@@ -21,3 +21,10 @@ SL_CLASS_ZERO,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,16,17,17,18,18,19,19,20,2
 };
 
 size_t sl_small_limit = SL_SMALL_MAX;
+
+/* Magazine depth per class (slab/heap.h): 16 KiB of objects, 1 to 32. */
+const uint8_t class_mag_cap[SL_NCLASSES] = {
+#define X(size, pages) (size) * 32 <= 16384 ? 32 : 16384 / (size),
+    SL_SIZE_CLASSES(X)
+#undef X
+};

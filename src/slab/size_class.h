@@ -43,6 +43,7 @@ extern size_t sl_small_limit sl_hidden;
 extern const uint32_t class_size[SL_NCLASSES];
 extern const uint8_t class_pages[SL_NCLASSES];
 extern const uint8_t class_lut[65];
+extern const uint8_t class_mag_cap[SL_NCLASSES]; /* see heap.h: struct heap's magazines */
 
 /* The arithmetic behind the classes: 16-byte steps to 128, then 8 classes
  * per doubling. */

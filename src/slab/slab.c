@@ -15,7 +15,7 @@ void slab_geom_init(void)
                                            .key = 1 };
 }
 
-void slab_init(struct slab *s, struct heap *owner, unsigned id)
+void slab_init(struct slab *s, unsigned id)
 {
     const struct slab_geom *g = &slab_geom[id];
     s->free = NULL;
@@ -28,7 +28,14 @@ void slab_init(struct slab *s, struct heap *owner, unsigned id)
     s->capacity = (uint16_t)(((size_t)g->pages << SL_PAGE_SHIFT) / g->size);
     s->cls = (uint16_t)id;
     s->state = SLAB_CURRENT;
-    atomic_store_explicit(&s->owner, slab_owner_word(owner, id), memory_order_release);
+}
+
+void slab_set_owner(struct slab *s, uintptr_t owner_word, uint32_t tag)
+{
+    _Atomic uint32_t *t = page_tag((uintptr_t)slab_base(s));
+    for (unsigned i = 0; i < s->h.npages; i++)
+        st_relaxed(&t[i], tag);
+    atomic_store_explicit(&s->owner, owner_word, memory_order_release);
 }
 
 bool slab_carve(struct slab *s)

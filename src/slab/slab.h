@@ -87,8 +87,14 @@ sl_inline bool slab_owned_by(struct slab *s, struct heap *h)
     return (atomic_load_explicit(&s->owner, memory_order_relaxed) & ~(uintptr_t)1) == (uintptr_t)h;
 }
 
-/* Lay a fresh slab of cache id over a page run; nothing carved yet. */
-void slab_init(struct slab *s, struct heap *owner, unsigned id);
+/* Lay a fresh slab of cache id over a page run; nothing carved yet, no
+ * owner (slab_set_owner gives it one). */
+void slab_init(struct slab *s, unsigned id);
+/* Make owner_word the slab's owner (0: none) and tag every page of it with
+ * tag (block.h's page tags; 0 for no owner and for user caches). Every change of a
+ * slab's owner goes through here, so that the tags never name a slab that
+ * is gone. */
+void slab_set_owner(struct slab *s, uintptr_t owner_word, uint32_t tag);
 /* Carve up to a page of never-used objects onto the free list, running the
  * cache's constructor on each; false if none left. */
 bool slab_carve(struct slab *s);
