@@ -18,7 +18,11 @@
 
 struct slab slab_none;
 struct heap_ids ids_none;
-struct heap heap_empty = { .cur = { [0 ... SL_CLASS_ZERO] = &slab_none }, .tag = HEAP_TAG_NONE, .ids = &ids_none };
+void *mag_none[1];
+struct heap heap_empty = { .cur = { [0 ... SL_CLASS_ZERO] = &slab_none },
+                           .tag = HEAP_TAG_NONE,
+                           .mag_top = { [0 ... SL_CLASS_ZERO] = mag_none },
+                           .ids = &ids_none };
 __thread struct heap *tls_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
 void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
@@ -268,12 +272,10 @@ void heap_free_local_slow(struct heap *h, struct slab *s)
 void heap_mag_flush(struct heap *h)
 {
     for (unsigned c = 0; c < SL_NCLASSES; c++) {
-        unsigned k = mag_count(h, c);
-        if (!k)
-            continue;
-        mag_reset(h, c);
-        for (unsigned i = 0; i < k; i++) {
-            void *p = h->mag[c][i];
+        void **top = h->mag_top[c];
+        mag_set(h, c, mag_end(h, c));
+        for (; *top; top++) {
+            void *p = *top;
             slab_push_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p);
         }
     }

@@ -65,8 +65,9 @@ struct heap {
                                          * for cur[SL_CLASS_ZERO]) */
     uint32_t tag;                       /* the page tag of its malloc slabs, less the class:
                                          * its sequence number << 8; set once */
-    uint16_t mag_w[SL_NCLASSES + 1];    /* owner writes: each magazine's room << 8 | objects
-                                         * ([SL_CLASS_ZERO] stays 0) */
+    void **mag_top[SL_NCLASSES + 1];    /* owner writes: each magazine's last object, or
+                                         * its NULL end when empty (always, for
+                                         * [SL_CLASS_ZERO] and heap_empty) */
     struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
     _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
     _Atomic(struct slab *) notify;      /* malloc classes: FULL slabs that got a remote free */
@@ -78,7 +79,7 @@ struct heap {
     bool fork_orphan;                   /* heaps_lock: orphaned by fork; its thread may have
                                          * stopped mid-operation, so its slabs are repaired
                                          * (slab_repair) before anyone uses them */
-    void *mag[SL_NCLASSES][MAG_MAX];    /* owner; magazines, see above */
+    void *mag[SL_NCLASSES][MAG_MAX + 2]; /* owner; magazines, see mag_top */
 };
 
 extern struct heap heap_empty;
@@ -105,28 +106,38 @@ sl_inline uint32_t heap_page_tag(struct heap *h, unsigned cls)
 {
     return h->tag == HEAP_TAG_NONE ? 0 : h->tag | cls;
 }
-/* A magazine's word: room for more objects << 8 | objects in it. One load
- * and one compare tell malloc whether to pop and free whether to push. */
-#define MAG_ROOM 256u
-sl_inline void mag_set(struct heap *h, unsigned cls, unsigned w)
+/* A magazine is a stack growing down through mag[cls], between a MAG_LIMIT
+ * mark below its room and a NULL end, mag[cls][MAG_MAX + 1]:
+ *   [MAG_MAX - cap] MAG_LIMIT, [.. top) stale, [top .. MAG_MAX] objects, NULL
+ * So malloc pops *top unless it is the NULL end, and free pushes at top - 1
+ * unless that slot is the mark: one load and one compare each, no count. */
+#define MAG_LIMIT ((void *)1)
+extern void *mag_none[1]; /* { NULL }: the empty magazines of heap_empty */
+sl_inline void **mag_end(struct heap *h, unsigned cls) { return &h->mag[cls][MAG_MAX + 1]; }
+sl_inline void mag_set(struct heap *h, unsigned cls, void **top)
 {
-    __atomic_store_n(&h->mag_w[cls], (uint16_t)w, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->mag_top[cls], top, __ATOMIC_RELAXED);
 }
 sl_inline unsigned mag_count(struct heap *h, unsigned cls)
 {
-    return __atomic_load_n(&h->mag_w[cls], __ATOMIC_RELAXED) & (MAG_ROOM - 1);
+    return (unsigned)(mag_end(h, cls) - __atomic_load_n(&h->mag_top[cls], __ATOMIC_RELAXED));
 }
-sl_inline void mag_reset(struct heap *h, unsigned cls) { mag_set(h, cls, class_mag_cap[cls] * MAG_ROOM); }
+/* Empty magazine of class cls (its objects, if any, are forgotten). */
+sl_inline void mag_reset(struct heap *h, unsigned cls)
+{
+    h->mag[cls][MAG_MAX - class_mag_cap[cls]] = MAG_LIMIT;
+    *mag_end(h, cls) = NULL;
+    mag_set(h, cls, mag_end(h, cls));
+}
 
 sl_inline void *heap_alloc_small(size_t n)
 {
     struct heap *h = tls_heap;
     unsigned cls = size_class(n);
-    unsigned w = h->mag_w[cls];
-    void *p;
-    if (likely(w & (MAG_ROOM - 1))) {
-        p = h->mag[cls][(w & (MAG_ROOM - 1)) - 1];
-        mag_set(h, cls, w + MAG_ROOM - 1);
+    void **top = h->mag_top[cls];
+    void *p = *top;
+    if (likely(p)) {
+        mag_set(h, cls, top + 1);
     } else {
         struct slab *s = h->cur[cls];
         p = s->free;
@@ -187,16 +198,18 @@ sl_inline void heap_free_block(void *p)
     _Atomic uint64_t *w = bitmap_word(a);
     uint64_t v = ld_relaxed(w);
     unsigned sh = (a >> SL_GRAIN_SHIFT) & 63; /* bt/btr: no mask to build */
-    if (unlikely(!((v >> sh) & 1) || (a & (SL_GRAIN - 1))))
+    if (unlikely(a & (SL_GRAIN - 1)))
+        return heap_free_block_slow(p);
+    if (unlikely(!((v >> sh) & 1)))
         return heap_free_block_slow(p);
     struct heap *h = tls_heap;
     uint32_t cls = ld_relaxed(page_tag(a)) ^ h->tag; /* < 256: a malloc slab of h */
-    unsigned m;
-    if (unlikely(cls >= SL_NCLASSES) || unlikely((m = h->mag_w[cls]) < MAG_ROOM))
+    void **top;
+    if (unlikely(cls >= SL_NCLASSES) || unlikely(*(top = h->mag_top[cls] - 1) == MAG_LIMIT))
         return heap_free_block_slow(p);
     st_relaxed(w, v & ~((uint64_t)1 << sh));
-    h->mag[cls][m & (MAG_ROOM - 1)] = p;
-    mag_set(h, cls, m - MAG_ROOM + 1);
+    *top = p;
+    mag_set(h, cls, top);
     stat_add(h->stats, STAT_free_small, 1);
 }
 

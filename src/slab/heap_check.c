@@ -135,8 +135,8 @@ static void check_slab(struct slab *s, struct ctx *c)
     }
     size_t in_mag = 0; /* objects of s in its owner's magazine: used, no live bit */
     if (s->cls < SL_NCLASSES)
-        for (unsigned i = 0; i < mag_count(owner, s->cls); i++)
-            in_mag += (uintptr_t)owner->mag[s->cls][i] - (uintptr_t)base < bytes;
+        for (void **top = owner->mag_top[s->cls]; *top; top++)
+            in_mag += (uintptr_t)*top - (uintptr_t)base < bytes;
     if (live + in_mag != s->used)
         FAIL("slab's live-object bits and magazine disagree with its count:", base, "bits", live);
 }
@@ -232,10 +232,12 @@ static void check_list(struct heap *h, unsigned id, struct slab *head, enum slab
 static void check_magazines(struct heap *h)
 {
     for (unsigned c = 0; c < SL_NCLASSES; c++) {
-        if (h->mag_w[c] / MAG_ROOM + mag_count(h, c) != class_mag_cap[c])
-            FAIL("magazine's room and count disagree with its class:", h, "size class", class_size[c]);
-        for (unsigned i = 0; i < mag_count(h, c); i++) {
-            void *p = h->mag[c][i];
+        void **top = h->mag_top[c];
+        if (top <= &h->mag[c][MAG_MAX - class_mag_cap[c]] || top > mag_end(h, c) || *mag_end(h, c) ||
+            h->mag[c][MAG_MAX - class_mag_cap[c]] != MAG_LIMIT)
+            FAIL("magazine's top or marks out of place:", h, "size class", class_size[c]);
+        for (; *top; top++) {
+            void *p = *top;
             uintptr_t a = (uintptr_t)p;
             if (!(pagemap_get(a) & PM_BLOCK) || page_index(p) < BLOCK_HEADER_PAGES)
                 FAIL("magazine holds a pointer outside every pageblock:", p, "size class", class_size[c]);

@@ -166,6 +166,7 @@ struct heap *heap_get_slow(void)
             h->cur[id] = &slab_none;
         for (unsigned c = 0; c < SL_NCLASSES; c++)
             mag_reset(h, c);
+        h->mag_top[SL_CLASS_ZERO] = mag_none;
         atomic_store_explicit(&h->ids, &ids_none, memory_order_relaxed);
         h->pcache.stats = h->stats;
         stat_add(h->stats, STAT_heap_new, 1);
@@ -327,7 +328,8 @@ void heap_fork_child(void)
         page_cache_forget(&h->pcache); /* it may be mid-push */
         /* its magazines' objects have no live bit and are on no free list:
          * slab_repair puts them back on their slabs' free lists */
-        memset(h->mag_w, 0, sizeof h->mag_w);
+        for (unsigned c = 0; c < SL_NCLASSES; c++)
+            mag_set(h, c, mag_end(h, c));
         h->orphan = true;
         h->orphan_next = orphans;
         orphans = h;

@@ -24,7 +24,7 @@ size_t sl_small_limit = SL_SMALL_MAX;
 
 /* Magazine depth per class (slab/heap.h): 16 KiB of objects, 1 to 32. */
 const uint8_t class_mag_cap[SL_NCLASSES] = {
-#define X(size, pages) (size) * 32 <= 16384 ? 32 : 16384 / (size),
+#define X(size, pages) (uint8_t)((size) * 32 <= 16384 ? 32 : 16384 / (size)),
     SL_SIZE_CLASSES(X)
 #undef X
 };
