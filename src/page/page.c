@@ -262,7 +262,12 @@ static void *pcache_pop(struct page_cache *pc, int ct, unsigned n)
     return r;
 }
 
-/* Refill the cache for (type, n) with a batch taken under one lock. A
+/* Refill the cache for (type, n): slabs, whose lengths repeat, with a
+ * batch taken under one lock; medium runs, whose lengths vary with the
+ * requests, one at a time. Measured (callgrind) on 1000 live runs of
+ * 32-256 KiB replaced at random: batches park runs that are rarely asked
+ * for; with a 4 MiB budget they cost 3,038 instructions per replacement,
+ * single runs 913 (a 1 MiB budget with batches: 1,607). A
  * cached run keeps its head kind (stack 0: PG_SLAB, stack 1: PG_RUN):
  * descriptors are only ever written under the lock or by a live run's
  * owner, so the buddy code of other threads never races with a write. */
@@ -270,7 +275,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
                                             enum page_kind kind)
 {
     unsigned batch = PCACHE_DEPTH / 2;
-    if (batch * n > PCACHE_BUDGET / 4)
+    if (batch * n > PCACHE_BUDGET / 4 || ct == 1)
         batch = 1;
     void *first;
     bool clean;
