@@ -55,13 +55,9 @@ static void splice(struct heap *h, struct slab *s, void *first, void *last, unsi
             heap_free_local_slow(h, s);
         return;
     }
-    uintptr_t old = atomic_load_explicit(&s->remote, memory_order_relaxed);
-    do {
-        *slab_link(s, last) = (void *)(old & ~SLAB_FULL_BIT);
-    } while (!atomic_compare_exchange_weak_explicit(&s->remote, &old, (uintptr_t)first, memory_order_acq_rel,
-                                                    memory_order_relaxed));
+    bool was_full = remote_push(slab_remote(s), first, slab_link(s, last));
     stat_add(h->stats, STAT_free_remote, n);
-    if (old & SLAB_FULL_BIT)
+    if (was_full)
         heap_wake(owner, s);
 }
 

@@ -7,9 +7,15 @@
  *   [32, 48 KiB)  live-object bitmap: one bit per 16-byte grain of the block,
  *                 set while an object (or run) starting there is allocated.
  *   [48, 50 KiB)  page tags: one 32-bit word per page, nonzero on the pages
- *                 of a malloc-class slab: its owner heap's tag | size class
- *                 (the small free fast path reads this compact array, not
- *                 the 64-byte descriptors; slab_set_owner keeps it).
+ *                 of a malloc-class slab: its owner heap's tag | the page's
+ *                 place in the slab << 6 | size class (the small free fast
+ *                 path reads this compact array, not the 64-byte
+ *                 descriptors; slab_set_owner keeps it).
+ *   [50, 52 KiB)  remote heads: one 32-bit word per page, the remote free
+ *                 list of the slab whose head the page is (slab.h). Apart
+ *                 from the descriptor, which its owner writes on every
+ *                 allocation from it, so that a remote free does not pull
+ *                 that line away.
  *   [52 KiB, 2 MiB) 499 usable pages.
  *
  * pointer -> block by masking, -> descriptor by page index, -> head
@@ -54,6 +60,7 @@
 #define BLOCK_BITMAP_OFF   (SL_BLOCK_PAGES * 64)
 #define BLOCK_BITMAP_WORDS (SL_BLOCK / SL_GRAIN / 64)
 #define BLOCK_TAGS_OFF     (BLOCK_BITMAP_OFF + SL_BLOCK / SL_GRAIN / 8)
+#define BLOCK_RHEAD_OFF    (BLOCK_TAGS_OFF + SL_BLOCK_PAGES * 4)
 
 /* Pageblock types: the user-space twins of the kernel's migratetypes. */
 enum pb_type { PB_SLAB, PB_RECLAIM, PB_RUN, PB_FREE, PB_NTYPES };
@@ -105,7 +112,7 @@ struct block {
 };
 _Static_assert(sizeof(struct block) <= BLOCK_HEADER_PAGES * sizeof(struct page), "block fits");
 _Static_assert(BLOCK_COMMIT_STEP >= BLOCK_HEADER_PAGES, "a block's first commit step holds its header");
-_Static_assert(BLOCK_TAGS_OFF + SL_BLOCK_PAGES * 4 <= BLOCK_HEADER_PAGES * SL_PAGE, "page tags fit the header");
+_Static_assert(BLOCK_RHEAD_OFF + SL_BLOCK_PAGES * 4 <= BLOCK_HEADER_PAGES * SL_PAGE, "page tags fit the header");
 
 sl_inline struct block *block_of(const void *p) { return (struct block *)align_down((uintptr_t)p, SL_BLOCK); }
 sl_inline struct page *block_pages(struct block *b) { return (struct page *)b; }
@@ -142,10 +149,18 @@ sl_inline void bitmap_clear_owner(uintptr_t a)
     st_relaxed(w, ld_relaxed(w) & ~bitmap_bit(a));
 }
 
+#define TAG_PAGE_SHIFT 6 /* a page tag: heap tag | page in slab << 6 | class */
+
 /* The page tag of the page holding address a (see the layout above). */
 sl_inline _Atomic uint32_t *page_tag(uintptr_t a)
 {
     return (_Atomic uint32_t *)(align_down(a, SL_BLOCK) + BLOCK_TAGS_OFF) + ((a >> SL_PAGE_SHIFT) & (SL_BLOCK_PAGES - 1));
+}
+
+/* The remote head word of the page holding address a. */
+sl_inline _Atomic uint32_t *page_rhead(uintptr_t a)
+{
+    return (_Atomic uint32_t *)(align_down(a, SL_BLOCK) + BLOCK_RHEAD_OFF) + ((a >> SL_PAGE_SHIFT) & (SL_BLOCK_PAGES - 1));
 }
 
 /* Buddy operations; caller holds the page heap lock. */

@@ -117,7 +117,7 @@ void take_woken(struct heap *h, unsigned id)
     uint32_t k = atomic_exchange_explicit(woken, 0, memory_order_acquire);
     for (struct slab *s = *heap_full(h, id); s && k;) {
         struct slab *next = s->next;
-        if (atomic_load_explicit(&s->remote, memory_order_acquire) != SLAB_FULL_BIT) {
+        if (atomic_load_explicit(slab_remote(s), memory_order_acquire) != SLAB_FULL_BIT) {
             slab_list_unlink(heap_full(h, id), s);
             partial_push(h, s);
             k--;
@@ -132,9 +132,9 @@ void take_woken(struct heap *h, unsigned id)
 static bool retire_or_collect(struct heap *h, struct slab *s)
 {
     for (;;) {
-        uintptr_t expected = 0;
+        uint32_t expected = 0;
         /* release: the remote freer that clears the bit takes s->next over */
-        if (atomic_compare_exchange_strong_explicit(&s->remote, &expected, SLAB_FULL_BIT, memory_order_release,
+        if (atomic_compare_exchange_strong_explicit(slab_remote(s), &expected, SLAB_FULL_BIT, memory_order_release,
                                                     memory_order_relaxed) ||
             expected == SLAB_FULL_BIT) {
             s->state = SLAB_FULL;
@@ -247,8 +247,8 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
 void heap_free_local_slow(struct heap *h, struct slab *s)
 {
     if (s->state == SLAB_FULL) {
-        uintptr_t expected = SLAB_FULL_BIT;
-        bool cleared = atomic_compare_exchange_strong_explicit(&s->remote, &expected, 0, memory_order_relaxed,
+        uint32_t expected = SLAB_FULL_BIT;
+        bool cleared = atomic_compare_exchange_strong_explicit(slab_remote(s), &expected, 0, memory_order_relaxed,
                                                                memory_order_relaxed);
         if (s->cls >= SL_NCLASSES) {
             /* off the full list either way; a wake-up counted for it by a
@@ -313,6 +313,23 @@ void heap_free_object(struct slab *s, void *p)
 
 void (*heap_checked_free)(void *p);
 
+/* Remote free of p (live) in a malloc-class slab of another heap, whose
+ * page tag t says where the slab's head is: pushed onto the slab's remote
+ * list without reading its descriptor, which the owner keeps writing (only
+ * a push that clears the FULL bit reads it, to wake the owner). */
+static void free_remote_tagged(void *p, uint32_t t)
+{
+    uintptr_t head = align_down((uintptr_t)p, SL_PAGE) - ((uintptr_t)(t >> TAG_PAGE_SHIFT & 7) << SL_PAGE_SHIFT);
+    struct heap *h = tls_heap;
+    if (h == &heap_empty && heap_get_slow()) /* counts stay thread-local, as in heap_free_object */
+        h = tls_heap;
+    heap_count(h, STAT_free_remote, 1);
+    if (remote_push(page_rhead(head), p, (void **)p)) {
+        struct slab *s = slab_of_page(page_of((void *)head));
+        heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
+    }
+}
+
 void heap_free_block_slow(void *p)
 {
     uintptr_t a = (uintptr_t)p;
@@ -321,6 +338,9 @@ void heap_free_block_slow(void *p)
             return heap_checked_free(p);
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
     }
+    uint32_t t = ld_relaxed(page_tag(a));
+    if (t && (t ^ tls_heap->tag) >= 8u << TAG_PAGE_SHIFT)
+        return free_remote_tagged(p, t);
     struct page *head = page_head(page_of(p));
     if (head->h.kind == PG_RUN)
         return run_free(p);

@@ -58,13 +58,13 @@ struct heap_ids {
 extern struct heap_ids ids_none; /* all keys 0: matches no cache */
 
 #define MAG_MAX       32          /* the largest class_mag_cap */
-#define HEAP_TAG_NONE 0xffffff00u /* matches no page tag: heap_empty */
+#define HEAP_TAG_NONE 0xfffffe00u /* matches no page tag: heap_empty */
 
 struct heap {
     struct slab *cur[SL_NCLASSES + 1];  /* owner; never NULL (slab_none, always
                                          * for cur[SL_CLASS_ZERO]) */
     uint32_t tag;                       /* the page tag of its malloc slabs, less the class:
-                                         * its sequence number << 8; set once */
+                                         * its sequence number << 9; set once */
     void **mag_top[SL_NCLASSES + 1];    /* owner writes: each magazine's last object, or
                                          * its NULL end when empty (always, for
                                          * [SL_CLASS_ZERO] and heap_empty) */
@@ -203,9 +203,12 @@ sl_inline void heap_free_block(void *p)
     if (unlikely(!((v >> sh) & 1)))
         return heap_free_block_slow(p);
     struct heap *h = tls_heap;
-    uint32_t cls = ld_relaxed(page_tag(a)) ^ h->tag; /* < 256: a malloc slab of h */
+    uint32_t x = ld_relaxed(page_tag(a)) ^ h->tag; /* < 512: a malloc slab of h */
     void **top;
-    if (unlikely(cls >= SL_NCLASSES) || unlikely(*(top = h->mag_top[cls] - 1) == MAG_LIMIT))
+    if (unlikely(x >= 8u << TAG_PAGE_SHIFT))
+        return heap_free_block_slow(p);
+    unsigned cls = x & ((1u << TAG_PAGE_SHIFT) - 1);
+    if (unlikely(*(top = h->mag_top[cls] - 1) == MAG_LIMIT))
         return heap_free_block_slow(p);
     st_relaxed(w, v & ~((uint64_t)1 << sh));
     *top = p;

@@ -114,8 +114,8 @@ static void check_slab(struct slab *s, struct ctx *c)
             FAIL("object on a slab free list is marked live:", p, "size class", s->size);
     }
     size_t nremote = 0;
-    uintptr_t r = atomic_load_explicit(&s->remote, memory_order_acquire) & ~SLAB_FULL_BIT;
-    for (void *p = (void *)r; p; p = *slab_link(s, p)) {
+    void *r = remote_object(s, atomic_load_explicit(slab_remote(s), memory_order_acquire));
+    for (void *p = r; p; p = *slab_link(s, p)) {
         uintptr_t off = (uintptr_t)p - (uintptr_t)base;
         if (off >= (uintptr_t)s->carved * s->size || off % s->size || ++nremote > s->capacity)
             FAIL("slab remote list holds a stray pointer:", p, "size class", s->size);
@@ -154,7 +154,7 @@ static void check_tags(struct page *head)
     }
     _Atomic uint32_t *t = page_tag((uintptr_t)page_addr(head));
     for (unsigned i = 0; i < head->h.npages; i++)
-        if (ld_relaxed(&t[i]) != want)
+        if (ld_relaxed(&t[i]) != (want ? want | i << TAG_PAGE_SHIFT : 0))
             FAIL("page tag does not name the page's slab:", (uint8_t *)page_addr(head) + ((size_t)i << SL_PAGE_SHIFT),
                  "tag", ld_relaxed(&t[i]));
 }
@@ -244,7 +244,7 @@ static void check_magazines(struct heap *h)
             struct page *head = page_head(page_of(p));
             struct slab *s = slab_of_page(head);
             if (head->h.kind != PG_SLAB || s->cls != c || !slab_owned_by(s, h) ||
-                ld_relaxed(page_tag(a)) != heap_page_tag(h, c) || !slab_is_object_start(s, p) ||
+                (ld_relaxed(page_tag(a)) & ~(7u << TAG_PAGE_SHIFT)) != heap_page_tag(h, c) || !slab_is_object_start(s, p) ||
                 a - (uintptr_t)slab_base(s) >= (uintptr_t)s->carved * s->size)
                 FAIL("magazine holds what is not an object of the heap's slabs of its class:", p, "size class",
                      class_size[c]);

@@ -22,7 +22,7 @@ static _Atomic size_t norphans;
 static pthread_key_t exit_key;
 static _Atomic int exit_key_ready;
 static uint32_t key_seq = 1; /* last key handed out; 1 is the malloc classes' */
-static uint32_t heap_seq;     /* heaps made so far: the last heap's tag >> 8 */
+static uint32_t heap_seq;     /* heaps made so far: the last heap's tag >> 9 */
 
 /* Take heaps_lock for work that may free pages. A page free can start the
  * reclaimer thread, and pthread_create allocates; with heaps_lock held, an
@@ -171,7 +171,7 @@ struct heap *heap_get_slow(void)
         h->pcache.stats = h->stats;
         stat_add(h->stats, STAT_heap_new, 1);
         lock_acquire(&heaps_lock);
-        h->tag = heap_seq < (HEAP_TAG_NONE >> 8) - 1 ? ++heap_seq << 8 : HEAP_TAG_NONE;
+        h->tag = heap_seq < (HEAP_TAG_NONE >> 9) - 1 ? ++heap_seq << 9 : HEAP_TAG_NONE;
         h->all_next = all_heaps;
         all_heaps = h;
         lock_release(&heaps_lock);
@@ -259,8 +259,8 @@ size_t heap_id_shrink(unsigned id)
 static void slab_discard(struct slab *s, uint64_t *live)
 {
     unsigned pending = 0;
-    uintptr_t r = atomic_exchange_explicit(&s->remote, 0, memory_order_acquire) & ~SLAB_FULL_BIT;
-    for (void *p = (void *)r; p && pending < s->capacity; p = *slab_link(s, p))
+    void *r = remote_object(s, atomic_exchange_explicit(slab_remote(s), 0, memory_order_acquire));
+    for (void *p = r; p && pending < s->capacity; p = *slab_link(s, p))
         pending++;
     *live += (uint64_t)(s->used - pending);
     uint8_t *base = slab_base(s);

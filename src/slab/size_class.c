@@ -7,6 +7,11 @@ const uint32_t class_size[SL_NCLASSES] = {
 #undef X
 };
 
+/* a page tag (block.h) has 3 bits for a page's place in its slab */
+#define X(size, pages) _Static_assert((pages) <= 8, "a malloc class's slab has at most 8 pages");
+SL_SIZE_CLASSES(X)
+#undef X
+
 const uint8_t class_pages[SL_NCLASSES] = {
 #define X(size, pages) pages,
     SL_SIZE_CLASSES(X)

@@ -19,7 +19,7 @@ void slab_init(struct slab *s, unsigned id)
 {
     const struct slab_geom *g = &slab_geom[id];
     s->free = NULL;
-    atomic_store_explicit(&s->remote, 0, memory_order_relaxed);
+    atomic_store_explicit(slab_remote(s), 0, memory_order_relaxed);
     s->next = s->prev = NULL;
     s->carved = 0;
     s->link_off = g->link_off;
@@ -34,7 +34,7 @@ void slab_set_owner(struct slab *s, uintptr_t owner_word, uint32_t tag)
 {
     _Atomic uint32_t *t = page_tag((uintptr_t)slab_base(s));
     for (unsigned i = 0; i < s->h.npages; i++)
-        st_relaxed(&t[i], tag);
+        st_relaxed(&t[i], tag ? tag | i << TAG_PAGE_SHIFT : 0);
     atomic_store_explicit(&s->owner, owner_word, memory_order_release);
 }
 
@@ -66,13 +66,14 @@ bool slab_carve(struct slab *s)
 
 unsigned slab_collect(struct slab *s)
 {
-    uintptr_t r = atomic_load_explicit(&s->remote, memory_order_relaxed);
-    if (!r || r == SLAB_FULL_BIT)
+    _Atomic uint32_t *rh = slab_remote(s);
+    uint32_t w = atomic_load_explicit(rh, memory_order_relaxed);
+    if (!w || w == SLAB_FULL_BIT)
         return 0;
-    r = atomic_exchange_explicit(&s->remote, 0, memory_order_acquire);
+    void *r = remote_object(s, atomic_exchange_explicit(rh, 0, memory_order_acquire));
     unsigned n = 0;
     void *last = NULL;
-    for (void *p = (void *)r; p; p = *slab_link(s, p)) {
+    for (void *p = r; p; p = *slab_link(s, p)) {
         if (unlikely(!bitmap_test((uintptr_t)p)))
             sl_fatal("double free of", p, "size class", s->size);
         bitmap_clear_owner((uintptr_t)p);
@@ -80,20 +81,12 @@ unsigned slab_collect(struct slab *s)
         n++;
     }
     *slab_link(s, last) = s->free;
-    s->free = (void *)r;
+    s->free = r;
     s->used = (uint16_t)(s->used - n);
     return n;
 }
 
-bool slab_free_remote(struct slab *s, void *p)
-{
-    uintptr_t old = atomic_load_explicit(&s->remote, memory_order_relaxed);
-    do {
-        *slab_link(s, p) = (void *)(old & ~SLAB_FULL_BIT);
-    } while (!atomic_compare_exchange_weak_explicit(&s->remote, &old, (uintptr_t)p, memory_order_acq_rel,
-                                                    memory_order_relaxed));
-    return old & SLAB_FULL_BIT;
-}
+bool slab_free_remote(struct slab *s, void *p) { return remote_push(slab_remote(s), p, slab_link(s, p)); }
 
 void slab_repair(struct slab *s)
 {

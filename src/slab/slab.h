@@ -8,7 +8,10 @@
  * (the kernel's SLUB does the same). Three lists:
  *   free    owner-private freelist: alloc pops, owner frees push. No atomics.
  *   remote  frees by other threads: a LIFO pushed with one CAS, taken whole
- *           by the owner (atomic exchange) on its slow path.
+ *           by the owner (atomic exchange) on its slow path. Its head is
+ *           not in struct slab but in the block's remote heads (block.h),
+ *           as a 32-bit word: the first object's grain in the block << 1,
+ *           | SLAB_FULL_BIT (0: empty); the links are whole pointers.
  *   carve   objects never handed out yet are carved lazily, a page at a
  *           time, so a fresh slab touches only what it uses.
  * Invariant: used == capacity - |free| - |remote| - uncarved objects.
@@ -62,13 +65,12 @@ sl_inline uintptr_t slab_owner_word(struct heap *h, unsigned id)
 }
 
 enum slab_state { SLAB_CURRENT = 1, SLAB_PARTIAL, SLAB_FULL, SLAB_NOTIFY };
-#define SLAB_FULL_BIT ((uintptr_t)1)
+#define SLAB_FULL_BIT 1u
 
 struct slab {
     struct page_hdr h;          /* page layer: kind PG_SLAB, npages */
     void *free;                 /* owner */
     _Atomic uintptr_t owner;    /* slab_owner_word; written by the owner, read by all */
-    _Atomic uintptr_t remote;   /* any thread pushes; owner takes */
     struct slab *next, *prev;   /* owner: partial list; FULL: notify stack */
     uint16_t carved;            /* owner: objects carved so far */
     uint16_t link_off;          /* free-list link offset in an object */
@@ -80,6 +82,26 @@ struct slab {
 _Static_assert(sizeof(struct slab) <= sizeof(struct page), "slab fits in its page descriptor");
 
 sl_inline struct slab *slab_of_page(struct page *pg) { return (struct slab *)(void *)pg; }
+/* The remote list head of slab s (see above), and its encoding. */
+sl_inline _Atomic uint32_t *slab_remote(struct slab *s) { return page_rhead((uintptr_t)page_addr((struct page *)(void *)s)); }
+sl_inline uint32_t remote_word(const void *p) { return (uint32_t)(((uintptr_t)p & (SL_BLOCK - 1)) >> SL_GRAIN_SHIFT << 1); }
+sl_inline void *remote_object(const void *in_block, uint32_t w)
+{
+    w >>= 1;
+    return w ? (uint8_t *)block_of(in_block) + ((size_t)w << SL_GRAIN_SHIFT) : NULL;
+}
+/* Push the chain first .. (the object whose link is last_link) onto the
+ * remote list at rh with one CAS; true if the FULL bit was set (the caller
+ * must tell the owner: heap_wake). */
+sl_inline bool remote_push(_Atomic uint32_t *rh, void *first, void **last_link)
+{
+    uint32_t old = atomic_load_explicit(rh, memory_order_relaxed);
+    do {
+        *last_link = remote_object(first, old);
+    } while (!atomic_compare_exchange_weak_explicit(rh, &old, remote_word(first), memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    return old & SLAB_FULL_BIT;
+}
 sl_inline uint8_t *slab_base(struct slab *s) { return page_addr((struct page *)(void *)s); }
 sl_inline void **slab_link(struct slab *s, void *p) { return (void **)((uint8_t *)p + s->link_off); }
 sl_inline bool slab_owned_by(struct slab *s, struct heap *h)
@@ -91,7 +113,8 @@ sl_inline bool slab_owned_by(struct slab *s, struct heap *h)
  * owner (slab_set_owner gives it one). */
 void slab_init(struct slab *s, unsigned id);
 /* Make owner_word the slab's owner (0: none) and tag every page of it with
- * tag (block.h's page tags; 0 for no owner and for user caches). Every change of a
+ * tag | its place in the slab << 6 (block.h's page tags; tag 0 for no owner
+ * and for user caches: then the pages' tags are 0). Every change of a
  * slab's owner goes through here, so that the tags never name a slab that
  * is gone. */
 void slab_set_owner(struct slab *s, uintptr_t owner_word, uint32_t tag);
