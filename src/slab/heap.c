@@ -313,6 +313,13 @@ void heap_free_object(struct slab *s, void *p)
 
 void (*heap_checked_free)(void *p);
 
+void heap_free_mag_full(struct heap *h, void *p, _Atomic uint64_t *w, uint64_t v)
+{
+    st_relaxed(w, v);
+    stat_add(h->stats, STAT_free_small, 1);
+    slab_push_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p);
+}
+
 /* Remote free of p (live) in a malloc-class slab of another heap, whose
  * page tag t says where the slab's head is: pushed onto the slab's remote
  * list without reading its descriptor, which the owner keeps writing (only
