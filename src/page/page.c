@@ -266,8 +266,10 @@ static void *pcache_pop(struct page_cache *pc, int ct, unsigned n)
  * batch taken under one lock; medium runs, whose lengths vary with the
  * requests, one at a time. Measured (callgrind) on 1000 live runs of
  * 32-256 KiB replaced at random: batches park runs that are rarely asked
- * for; with a 4 MiB budget they cost 3,038 instructions per replacement,
- * single runs 913 (a 1 MiB budget with batches: 1,607). A
+ * for. Instructions per replacement, by per-thread budget: 1 MiB 1,607
+ * with batches, 1,351 without; 2 MiB 1,178 without; 4 MiB 3,038 with
+ * batches, 913 without. 4 MiB also cost bench/realloc 1.6 MB of peak RSS
+ * (8.4 -> 10.0 MB); 2 MiB costs 0.6 MB. A
  * cached run keeps its head kind (stack 0: PG_SLAB, stack 1: PG_RUN):
  * descriptors are only ever written under the lock or by a live run's
  * owner, so the buddy code of other threads never races with a write. */

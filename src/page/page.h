@@ -22,7 +22,7 @@
 #define PCACHE_MAX_PAGES 64 /* runs of 1..64 pages (256 KiB) are cached per thread */
 #define PCACHE_DEPTH     8
 #define PCACHE_TYPES     2 /* PB_SLAB and PB_RUN */
-#define PCACHE_BUDGET    1024 /* pages one thread may park: 4 MiB */
+#define PCACHE_BUDGET    512 /* pages one thread may park: 2 MiB */
 
 /* Per-thread page cache. Owned by one thread; no lock. */
 struct page_cache {
