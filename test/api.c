@@ -495,6 +495,14 @@ static void *churn_size(void *arg)
     return NULL;
 }
 
+/* Frees every pointer of a NULL-terminated array: another thread's objects. */
+static void *free_all(void *arg)
+{
+    for (void **p = arg; *p; p++)
+        sl_free(*p);
+    return NULL;
+}
+
 static long long live_slabs(void) { return (long long)(sl_stat("slab_new") - sl_stat("slab_release")); }
 
 /* The magazines (slab/heap.h): a small free by the owner goes to the
@@ -526,6 +534,23 @@ static void test_magazine(void)
     for (int i = 0; i < N; i++)
         sl_free(ps[i]);
     CHECK(sl_check() == 0);
+    /* remote frees find their slab's remote list through the page tags,
+     * which give each page's place in its slab: 480-byte objects live in
+     * 8-page slabs, so most of them are not on a slab's first page */
+    static void *rs[401];
+    uint64_t remote0 = sl_stat("free_remote");
+    for (int i = 0; i < 400; i++)
+        rs[i] = sl_malloc(480);
+    pthread_t ft;
+    pthread_create(&ft, NULL, free_all, rs);
+    pthread_join(ft, NULL);
+    CHECK_EQ(sl_stat("free_remote") - remote0, 400);
+    CHECK(sl_check() == 0); /* each object on its own slab's remote list */
+    for (int i = 0; i < 400; i++)
+        rs[i] = sl_malloc(480); /* collects them */
+    CHECK(sl_check() == 0);
+    for (int i = 0; i < 400; i++)
+        sl_free(rs[i]);
     /* an exiting thread's magazines go back to their slabs, so its slabs
      * come free and are released */
     pthread_t t;

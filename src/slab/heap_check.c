@@ -18,7 +18,8 @@
  *     starts, but for the objects in its owner's magazine (used, no live
  *     bit: each at a carved object start of a slab of that heap and class).
  *     Every page of a live malloc-class slab carries its owner's page tag
- *     and class; every other allocated page a zero tag. A slab with no
+ *     and class; every other allocated page a zero tag. Only a slab's head
+ *     page has a remote list head. A slab with no
  *     owner and a run without its live bit must be parked in a page cache,
  *     with no bit set. A live run has one bit, at its start. (In a child forked while other threads ran, a run such a
  *     thread was freeing at that instant is stranded: neither live nor
@@ -153,10 +154,16 @@ static void check_tags(struct page *head)
             want = heap_page_tag((struct heap *)owner, s->cls);
     }
     _Atomic uint32_t *t = page_tag((uintptr_t)page_addr(head));
-    for (unsigned i = 0; i < head->h.npages; i++)
+    _Atomic uint32_t *rh = page_rhead((uintptr_t)page_addr(head));
+    for (unsigned i = 0; i < head->h.npages; i++) {
         if (ld_relaxed(&t[i]) != (want ? want | i << TAG_PAGE_SHIFT : 0))
             FAIL("page tag does not name the page's slab:", (uint8_t *)page_addr(head) + ((size_t)i << SL_PAGE_SHIFT),
                  "tag", ld_relaxed(&t[i]));
+        /* a remote list hangs only off a slab's head page */
+        if ((i || head->h.kind != PG_SLAB) && ld_relaxed(&rh[i]))
+            FAIL("remote list head on a page that is no slab's head:",
+                 (uint8_t *)page_addr(head) + ((size_t)i << SL_PAGE_SHIFT), "word", ld_relaxed(&rh[i]));
+    }
 }
 
 static void check_run(struct page *head, void *arg)
