@@ -313,7 +313,7 @@ void heap_free_object(struct slab *s, void *p)
 
 void (*heap_checked_free)(void *p);
 
-void heap_free_mag_full(struct heap *h, void *p, _Atomic uint64_t *w, uint64_t v)
+void heap_free_mag_full_slow(struct heap *h, void *p, _Atomic uint64_t *w, uint64_t v)
 {
     st_relaxed(w, v);
     stat_add(h->stats, STAT_free_small, 1);

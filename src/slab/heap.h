@@ -189,7 +189,7 @@ sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, void **l
 void heap_mag_flush(struct heap *h);
 /* Free of p (validated; a malloc-class object of h's, its bitmap word w to
  * become v) whose magazine is full: straight onto its slab. */
-void heap_free_mag_full(struct heap *h, void *p, _Atomic uint64_t *w, uint64_t v);
+void heap_free_mag_full_slow(struct heap *h, void *p, _Atomic uint64_t *w, uint64_t v);
 
 /* Free of memory inside a pageblock (the caller looked the pagemap up).
  * Small frees by the owning thread stay here, into the magazine. The bitmap
@@ -212,7 +212,7 @@ sl_inline void heap_free_block(void *p)
         return heap_free_block_slow(p);
     unsigned cls = x & ((1u << TAG_PAGE_SHIFT) - 1);
     if (unlikely(*(top = h->mag_top[cls] - 1) == MAG_LIMIT))
-        return heap_free_mag_full(h, p, w, v & ~((uint64_t)1 << sh));
+        return heap_free_mag_full_slow(h, p, w, v & ~((uint64_t)1 << sh));
     st_relaxed(w, v & ~((uint64_t)1 << sh));
     *top = p;
     mag_set(h, cls, top);
