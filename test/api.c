@@ -551,6 +551,19 @@ static void test_magazine(void)
     CHECK(sl_check() == 0);
     for (int i = 0; i < 400; i++)
         sl_free(rs[i]);
+    /* sl_purge empties the caller's magazines into their slabs: the object
+     * freed first (into the empty magazine) is not handed out again from
+     * it after the purge. 12000 bytes: 2 objects a slab, 1 in a magazine. */
+    void *q = sl_malloc(12000), *big[10]; /* q empties the magazine */
+    for (int i = 0; i < 10; i++)
+        big[i] = sl_malloc(12000);
+    for (int i = 0; i < 10; i++)
+        sl_free(big[i]); /* big[0] goes to the magazine */
+    sl_free(q);
+    sl_purge();
+    void *r = sl_malloc(12000);
+    CHECK(r != big[0]);
+    sl_free(r);
     /* an exiting thread's magazines go back to their slabs, so its slabs
      * come free and are released */
     pthread_t t;

@@ -214,7 +214,7 @@ void sl_cache_free(sl_cache_t *c, void *p)
         return cache_free_id(c->id, p);
     struct heap *h = tls_heap;
     if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == ((uintptr_t)h | 1)))
-        return heap_free_owned(h, s, p, slab_link(s, p), w, v, bit);
+        return heap_free_owned(h, s, p, slab_link(s, p), w, v & ~bit);
     heap_free_object(s, p);
 }
 

@@ -304,7 +304,7 @@ void heap_free_object(struct slab *s, void *p)
     uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
     if (owner == slab_owner_word(h, s->cls)) {
         _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
-        return heap_free_owned(h, s, p, slab_link(s, p), w, ld_relaxed(w), bitmap_bit((uintptr_t)p));
+        return heap_free_owned(h, s, p, slab_link(s, p), w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
     }
     heap_count(h, STAT_free_remote, 1);
     if (slab_free_remote(s, p))
@@ -315,9 +315,7 @@ void (*heap_checked_free)(void *p);
 
 void heap_free_mag_full_slow(struct heap *h, void *p, _Atomic uint64_t *w, uint64_t v)
 {
-    st_relaxed(w, v);
-    stat_add(h->stats, STAT_free_small, 1);
-    slab_push_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p);
+    heap_free_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p, w, v);
 }
 
 /* Remote free of p (live) in a malloc-class slab of another heap, whose
@@ -346,7 +344,7 @@ void heap_free_block_slow(void *p)
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
     }
     uint32_t t = ld_relaxed(page_tag(a));
-    if (t && (t ^ tls_heap->tag) >= 8u << TAG_PAGE_SHIFT)
+    if (t && tag_relative(tls_heap, t) >= TAG_MINE_LIMIT)
         return free_remote_tagged(p, t);
     struct page *head = page_head(page_of(p));
     if (head->h.kind == PG_RUN)

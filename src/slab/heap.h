@@ -101,11 +101,12 @@ sl_inline struct heap *heap_get(void)
     return likely(h != &heap_empty) ? h : heap_get_slow();
 }
 
-/* The page tag of h's slabs of malloc class cls (0: no magazines). */
-sl_inline uint32_t heap_page_tag(struct heap *h, unsigned cls)
-{
-    return h->tag == HEAP_TAG_NONE ? 0 : h->tag | cls;
-}
+/* The page tag of the first page of h's slabs of malloc class cls. */
+sl_inline uint32_t heap_page_tag(struct heap *h, unsigned cls) { return h->tag | cls; }
+/* A page tag against heap h: below 8 << TAG_PAGE_SHIFT when the page is in
+ * one of h's malloc slabs, and then page in slab << 6 | class. */
+sl_inline uint32_t tag_relative(struct heap *h, uint32_t tag) { return tag ^ h->tag; }
+#define TAG_MINE_LIMIT (8u << TAG_PAGE_SHIFT)
 /* A magazine is a stack growing down through mag[cls], between a MAG_LIMIT
  * mark below its room and a NULL end, mag[cls][MAG_MAX + 1]:
  *   [MAG_MAX - cap] MAG_LIMIT, [.. top) stale, [top .. MAG_MAX] objects, NULL
@@ -174,12 +175,12 @@ sl_inline void slab_push_owned(struct heap *h, struct slab *s, void *p, void **l
         heap_free_local_slow(h, s);
 }
 
-/* Free of p (validated, bitmap word w holding v, bit bit) into slab s that
+/* Free of p (validated, its bitmap word w to become v) into slab s that
  * this thread owns, its free-list link at `link`. */
 sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, void **link, _Atomic uint64_t *w,
-                               uint64_t v, uint64_t bit)
+                               uint64_t v)
 {
-    st_relaxed(w, v & ~bit);
+    st_relaxed(w, v);
     stat_add(h->stats, STAT_free_small, 1);
     slab_push_owned(h, s, p, link);
 }
@@ -206,9 +207,9 @@ sl_inline void heap_free_block(void *p)
     if (unlikely(!((v >> sh) & 1)))
         return heap_free_block_slow(p);
     struct heap *h = tls_heap;
-    uint32_t x = ld_relaxed(page_tag(a)) ^ h->tag; /* < 512: a malloc slab of h */
+    uint32_t x = tag_relative(h, ld_relaxed(page_tag(a)));
     void **top;
-    if (unlikely(x >= 8u << TAG_PAGE_SHIFT))
+    if (unlikely(x >= TAG_MINE_LIMIT))
         return heap_free_block_slow(p);
     unsigned cls = x & ((1u << TAG_PAGE_SHIFT) - 1);
     if (unlikely(*(top = h->mag_top[cls] - 1) == MAG_LIMIT))

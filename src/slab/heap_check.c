@@ -19,11 +19,12 @@
  *     bit: each at a carved object start of a slab of that heap and class).
  *     Every page of a live malloc-class slab carries its owner's page tag
  *     and class; every other allocated page a zero tag. Only a slab's head
- *     page has a remote list head. A slab with no
- *     owner and a run without its live bit must be parked in a page cache,
- *     with no bit set. A live run has one bit, at its start. (In a child forked while other threads ran, a run such a
- *     thread was freeing at that instant is stranded: neither live nor
- *     parked. That is tolerated there, and only there.)
+ *     page has a remote list head. A slab with no owner and a run without
+ *     its live bit must be parked in a page cache, with no bit set. A live
+ *     run has one bit, at its start. (In a child forked while other
+ *     threads ran, a run such a thread was freeing at that instant is
+ *     stranded: neither live nor parked. That is tolerated there, and only
+ *     there.)
  */
 #include <string.h>
 
@@ -251,7 +252,8 @@ static void check_magazines(struct heap *h)
             struct page *head = page_head(page_of(p));
             struct slab *s = slab_of_page(head);
             if (head->h.kind != PG_SLAB || s->cls != c || !slab_owned_by(s, h) ||
-                (ld_relaxed(page_tag(a)) & ~(7u << TAG_PAGE_SHIFT)) != heap_page_tag(h, c) || !slab_is_object_start(s, p) ||
+                tag_relative(h, ld_relaxed(page_tag(a))) % (1u << TAG_PAGE_SHIFT) != c ||
+                tag_relative(h, ld_relaxed(page_tag(a))) >= TAG_MINE_LIMIT || !slab_is_object_start(s, p) ||
                 a - (uintptr_t)slab_base(s) >= (uintptr_t)s->carved * s->size)
                 FAIL("magazine holds what is not an object of the heap's slabs of its class:", p, "size class",
                      class_size[c]);

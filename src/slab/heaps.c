@@ -8,6 +8,7 @@
  * heaps_lock -> page heap lock -> meta lock.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -171,7 +172,15 @@ struct heap *heap_get_slow(void)
         h->pcache.stats = h->stats;
         stat_add(h->stats, STAT_heap_new, 1);
         lock_acquire(&heaps_lock);
-        h->tag = heap_seq < (HEAP_TAG_NONE >> 9) - 1 ? ++heap_seq << 9 : HEAP_TAG_NONE;
+        /* a tag has 23 bits of sequence: 8 M heap records (over 200 GB of
+         * them: meta_alloc fails long before) */
+        if (heap_seq + 1 >= HEAP_TAG_NONE >> 9) {
+            lock_release(&heaps_lock);
+            meta_free(h, sizeof *h);
+            errno = ENOMEM;
+            return NULL;
+        }
+        h->tag = ++heap_seq << 9;
         h->all_next = all_heaps;
         all_heaps = h;
         lock_release(&heaps_lock);
