@@ -80,8 +80,15 @@ SL_API void sl_cache_destroy(sl_cache_t *c);
 /* Release all free memory now: collect remote frees, return empty slabs and
  * cached pages, make every free page clean (MADV_DONTNEED, whatever
  * SLUICE_PURGE says), unmap free pageblocks and cached huge mappings.
- * malloc_trim(0) does the same. */
+ * malloc_trim(0) does the same. Big cached mappings go to the teardown
+ * queue like a big free: sl_flush() waits for them. */
 SL_API void sl_purge(void);
+
+/* Wait until every range queued for background teardown before the call
+ * (a free, shrinking realloc or sl_purge of SLUICE_TEARDOWN_MIN bytes or
+ * more) is unmapped; the calling thread releases batches itself while
+ * there are any. Returns at once when nothing is queued. */
+SL_API void sl_flush(void);
 
 /* Walk every structure of the allocator and check every invariant (free
  * lists, buddy orders, run kinds against the lists and caches that hold

@@ -1,6 +1,6 @@
 /* extras.c — glibc's malloc extensions (malloc_trim, malloc_stats,
  * mallinfo, mallinfo2, mallopt, malloc_info), filled from sluice's own
- * counters, and sl_purge. */
+ * counters, sl_purge and sl_flush. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -10,6 +10,7 @@
 #include "../huge/huge.h"
 #include "../page/page.h"
 #include "../slab/heap.h"
+#include "../teardown/teardown.h"
 #include "checked.h"
 #include "sluice.h"
 
@@ -21,6 +22,8 @@ void sl_purge(void)
     page_purge_all();
     huge_trim();
 }
+
+void sl_flush(void) { teardown_flush(); }
 
 #if SL_OVERRIDE
 #define EXPORT __attribute__((visibility("default")))

@@ -11,8 +11,11 @@
  *   0'' zero_lock (zero.c; -> meta_lock only)
  *   1 heaps_lock (heaps.c)  2 huge_lock (huge.c)  3 purge_lock (purge.c)
  *   4 page heap lock (page.c)  5 meta_lock (meta.c)
- * The child resets them all, orphans every other thread's heap, and lets
- * the reclaimer thread start again when it is needed.
+ *   6 td_lock, 7 unmap_lock (teardown.c; leaves: a refused mapping under
+ *     the page heap or meta lock finishes the teardown queue)
+ * The child resets them all, orphans every other thread's heap, unmaps
+ * what the teardown queue held (its workers are gone), and lets the
+ * reclaimer and the workers start again when they are needed.
  *
  * Why the stdio lock first: glibc's fork runs the atfork prepare handlers,
  * then takes the stdio list lock, then its own malloc locks, in that order,
@@ -33,10 +36,12 @@
 #include "../huge/huge.h"
 #include "../meta/meta.h"
 #include "../options/options.h"
+#include "../os/os.h"
 #include "../page/page.h"
 #include "../reclaim/reclaimer.h"
 #include "../slab/heap.h"
 #include "../stats/stats.h"
+#include "../teardown/teardown.h"
 #include "../zero/zero.h"
 #include "checked.h"
 
@@ -44,11 +49,10 @@
 extern void _IO_list_lock(void) __attribute__((weak));
 extern void _IO_list_unlock(void) __attribute__((weak));
 extern void _IO_list_resetlock(void) __attribute__((weak));
-extern char __libc_single_threaded __attribute__((weak));
 static bool stdio_locked; /* by the forking thread, prepare to parent/child */
 
 /* sluice's locks in the order fork takes them (the numbers above). */
-#define NFORK_LOCKS 7
+#define NFORK_LOCKS 9
 static sl_lock *fork_locks[NFORK_LOCKS];
 static bool fork_held[NFORK_LOCKS]; /* taken by the prepare handler */
 
@@ -56,7 +60,7 @@ static void fork_locks_init(void)
 {
     sl_lock *const order[NFORK_LOCKS] = { checked_fork_lock(), zero_fork_lock(),  heap_fork_lock(),
                                           huge_fork_lock(),    purge_fork_lock(), page_fork_lock(),
-                                          meta_fork_lock() };
+                                          meta_fork_lock(),    teardown_fork_lock(), teardown_unmap_fork_lock() };
     for (int i = 0; i < NFORK_LOCKS; i++)
         fork_locks[i] = order[i];
 }
@@ -75,7 +79,7 @@ static void fork_prepare(void)
     for (int i = 0; i < NFORK_LOCKS; i++)
         inside |= lock_held_by_self(fork_locks[i]);
     stdio_locked = !inside && _IO_list_lock && _IO_list_unlock && _IO_list_resetlock &&
-                   !(&__libc_single_threaded && __libc_single_threaded);
+                   !os_single_threaded();
     if (stdio_locked)
         _IO_list_lock();
     st_relaxed(&lock_fork_active, 1);
@@ -99,6 +103,7 @@ static void fork_child(void)
         lock_reset(fork_locks[i]);
     purge_fork_child();
     reclaimer_fork_child();
+    teardown_fork_child();
     heap_fork_child();
     st_relaxed(&lock_fork_active, 0);
     if (stdio_locked)
@@ -114,6 +119,7 @@ __attribute__((constructor)) static void sluice_init(void)
     options_init();
     checked_init();
     reclaimer_init();
+    teardown_init();
     fork_locks_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

@@ -13,6 +13,7 @@
 #include "../page/page.h"
 #include "../pagemap/pagemap.h"
 #include "../stats/stats.h"
+#include "../teardown/teardown.h"
 
 #define HUGE_CACHE_ENTRIES 16
 #define HUGE_CACHE_BYTES   ((size_t)256 << 20)
@@ -36,10 +37,38 @@ static void hint_huge(struct huge *hd, size_t size)
         os_huge(hd->base, whole);
 }
 
-static void unmap_locked_free(struct huge *hd)
+/* Ranges taken out of the pagemap under huge_lock, handed to the teardown
+ * layer once it is dropped (teardown may start a worker, and a big range
+ * is not unmapped with a lock held). At most one per cache entry, the
+ * mapping being freed and a trimmed tail. */
+struct releases {
+    unsigned n;
+    struct {
+        void *base;
+        size_t len;
+    } r[HUGE_CACHE_ENTRIES + 2];
+};
+
+static void release_later(struct releases *rel, void *base, size_t len)
+{
+    rel->r[rel->n].base = base;
+    rel->r[rel->n].len = len;
+    rel->n++;
+}
+
+static void release_now(struct releases *rel)
+{
+    for (unsigned i = 0; i < rel->n; i++)
+        teardown_release(rel->r[i].base, rel->r[i].len);
+    rel->n = 0;
+}
+
+/* hd's mapping leaves the pagemap and the counts (huge_lock); it is
+ * unmapped by release_now. */
+static void retire_locked(struct huge *hd, struct releases *rel)
 {
     pagemap_set((uintptr_t)hd->base, hd->map_size, 0);
-    os_unmap(hd->base, hd->map_size);
+    release_later(rel, hd->base, hd->map_size);
     stat_add(stats_global, STAT_huge_unmap, 1);
     meta_free(hd, sizeof *hd);
 }
@@ -53,7 +82,7 @@ static void unmap_locked_free(struct huge *hd)
  * 1.3 s; above 4x, 146k and 1.05 s, peak RSS 586 MB (tcmalloc 574 MB).
  * Growing a smaller cached mapping by mremap instead was worse (1.59M
  * faults: the grown part faults, and later trims throw pages away). */
-static struct huge *cache_take(size_t map_size, size_t align)
+static struct huge *cache_take(size_t map_size, size_t align, struct releases *rel)
 {
     struct huge **best = NULL;
     for (struct huge **it = &cache; *it; it = &(*it)->next) {
@@ -71,7 +100,7 @@ static struct huge *cache_take(size_t map_size, size_t align)
     cache_count--;
     if (hd->map_size > 4 * map_size) {
         pagemap_set((uintptr_t)hd->base + map_size, hd->map_size - map_size, 0);
-        os_unmap(hd->base + map_size, hd->map_size - map_size);
+        release_later(rel, hd->base + map_size, hd->map_size - map_size);
         hd->map_size = map_size;
     }
     return hd;
@@ -86,8 +115,9 @@ void *huge_alloc(size_t size, size_t align, bool zero)
     size_t map_size = align_up(size ? size : 1, SL_BLOCK);
     if (align < SL_BLOCK)
         align = SL_BLOCK;
+    struct releases rel = { .n = 0 };
     lock_acquire(&huge_lock);
-    struct huge *hd = cache_take(map_size, align);
+    struct huge *hd = cache_take(map_size, align, &rel);
     if (hd) {
         hd->live = true;
         hd->req_size = size;
@@ -96,6 +126,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         stat_add(stats_global, STAT_huge_reuse, 1);
         bool clean = hd->state == PS_CLEAN;
         lock_release(&huge_lock);
+        release_now(&rel);
         hint_huge(hd, size);
         if (zero && !clean) /* a fresh or DONTNEED'd mapping reads as zero */
             memset(hd->base, 0, size);
@@ -150,6 +181,7 @@ void huge_check(struct huge *hd, const void *p, const char *op)
 
 void huge_free(struct huge *hd, void *p)
 {
+    struct releases rel = { .n = 0 };
     lock_acquire(&huge_lock);
     huge_check(hd, p, "free");
     hd->live = false;
@@ -174,12 +206,13 @@ void huge_free(struct huge *hd, void *p)
             *it = NULL;
             cache_bytes -= victim->map_size;
             cache_count--;
-            unmap_locked_free(victim);
+            retire_locked(victim, &rel);
         }
     }
     if (hd)
-        unmap_locked_free(hd);
+        retire_locked(hd, &rel);
     lock_release(&huge_lock);
+    release_now(&rel);
 }
 
 /* Under huge_lock throughout: the mapping, its pagemap entries and the
@@ -233,21 +266,23 @@ void *huge_realloc(struct huge *hd, void *p, size_t size)
     hd->req_size = size;
     lock_release(&huge_lock);
     if (unmap)
-        os_unmap(unmap, old_map - new_map);
+        teardown_release(unmap, old_map - new_map);
     hint_huge(hd, size);
     return hd->base;
 }
 
 void huge_trim(void)
 {
+    struct releases rel = { .n = 0 };
     lock_acquire(&huge_lock);
     while (cache) {
         struct huge *hd = cache;
         cache = hd->next;
-        unmap_locked_free(hd);
+        retire_locked(hd, &rel);
     }
     cache_bytes = cache_count = 0;
     lock_release(&huge_lock);
+    release_now(&rel);
 }
 
 void huge_purge_decay(uint64_t now, bool force)
@@ -255,6 +290,7 @@ void huge_purge_decay(uint64_t now, bool force)
     if (sl_opt.purge == PURGE_OFF)
         return;
     uint64_t dd = (uint64_t)sl_opt.dirty_decay_ms, ld = (uint64_t)sl_opt.lazy_decay_ms;
+    struct releases rel = { .n = 0 };
     lock_acquire(&huge_lock);
     for (struct huge **it = &cache; *it;) {
         struct huge *hd = *it;
@@ -265,12 +301,13 @@ void huge_purge_decay(uint64_t now, bool force)
             *it = hd->next;
             cache_bytes -= hd->map_size;
             cache_count--;
-            unmap_locked_free(hd);
+            retire_locked(hd, &rel);
             continue;
         }
         it = &hd->next;
     }
     lock_release(&huge_lock);
+    release_now(&rel);
 }
 
 void huge_gauges(struct huge_gauges *g)

@@ -1,6 +1,7 @@
 /* options.c — parse the SLUICE_* environment once. See options.h. */
 #include "options.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,15 +37,56 @@ static long parse_purge(const char *s, long def)
     return def;
 }
 
-/* "off" | "auto" | "on", or 0 | 1 | 2 */
-static long parse_reclaimer(const char *s, long def)
+/* A byte count: digits with an optional K, M, G or T suffix (powers of
+ * 1024), e.g. "64M". */
+static long parse_bytes(const char *s, long def)
 {
-    static const char *const names[] = { [RECLAIMER_OFF] = "off", [RECLAIMER_AUTO] = "auto", [RECLAIMER_ON] = "on" };
+    static const char suffixes[] = "KMGT";
+    size_t n = strlen(s), d = n;
+    int shift = 0;
+    const char *at = n ? strchr(suffixes, s[n - 1] & ~0x20) : NULL;
+    if (at && *at) {
+        shift = 10 * (int)(at - suffixes + 1);
+        d = n - 1;
+    }
+    char digits[24];
+    if (!d || d >= sizeof digits)
+        return def;
+    memcpy(digits, s, d);
+    digits[d] = 0;
+    long v = parse_long(digits, -1);
+    if (v < 0 || v > (LONG_MAX >> shift))
+        return def;
+    return v << shift;
+}
+
+static long parse_mode(const char *s, long def)
+{
+    static const char *const names[] = { [BG_OFF] = "off", [BG_AUTO] = "auto", [BG_ON] = "on" };
     for (long i = 0; i < 3; i++)
         if (!strcmp(s, names[i]))
             return i;
-    long v = parse_long(s, -1);
+    return def;
+}
+
+/* "off" | "auto" | "on", or 0 | 1 | 2 */
+static long parse_reclaimer(const char *s, long def)
+{
+    long v = parse_mode(s, -1);
+    if (v >= 0)
+        return v;
+    v = parse_long(s, -1);
     return v >= 0 && v <= 2 ? v : def;
+}
+
+/* "off" | "auto" | "on", or 0 (off) | 1 (on) */
+static long parse_teardown(const char *s, long def)
+{
+    if (!strcmp(s, "0"))
+        return BG_OFF;
+    if (!strcmp(s, "1"))
+        return BG_ON;
+    return parse_mode(s, def);
 }
 
 void options_init(void)

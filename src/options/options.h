@@ -20,17 +20,31 @@
       "ms freed memory stays dirty (resident) before it is purged; 0: at once")                   \
     X(lazy_decay_ms, "SLUICE_LAZY_DECAY_MS", 10000, parse_long,                                     \
       "ms lazily freed (MADV_FREE) memory stays lazy before it is made clean")                     \
-    X(reclaimer, "SLUICE_RECLAIMER", RECLAIMER_AUTO, parse_reclaimer,                               \
+    X(reclaimer, "SLUICE_RECLAIMER", BG_AUTO, parse_reclaimer,                               \
       "auto | on | off: the background reclaimer thread starts once the program has threads of its "  \
-      "own (auto), whenever there is memory to decay (on), or never (off)")
+      "own (auto), whenever there is memory to decay (on), or never (off)")                      \
+    X(teardown, "SLUICE_TEARDOWN", BG_AUTO, parse_teardown,                                          \
+      "auto | on | off (or 1 | 0): free of a big range returns at once and teardown workers release " \
+      "it, once the program has threads of its own (auto), always (on), or never: the caller does")  \
+    X(teardown_min, "SLUICE_TEARDOWN_MIN", 64L << 20, parse_bytes,                                 \
+      "bytes (K, M, G suffixes): smaller ranges are released by the caller")                        \
+    X(teardown_workers, "SLUICE_TEARDOWN_WORKERS", -1, parse_long,                                   \
+      "most teardown workers; default the online CPUs, at most 8; 0: none, the queue is released " \
+      "by freeing threads over the bound, by failed allocations and by sl_flush")                   \
+    X(teardown_max_pending, "SLUICE_TEARDOWN_MAX_PENDING", 0, parse_bytes,                           \
+      "bytes queued at most before a freeing thread releases a batch itself; default 1/8 of RAM")  \
+    X(teardown_idle_ms, "SLUICE_TEARDOWN_IDLE_MS", 5000, parse_long,                                 \
+      "ms an idle teardown worker waits for work before it exits")
 
 /* SLUICE_PURGE: MADV_FREE then, after the lazy decay, MADV_DONTNEED; or
  * MADV_DONTNEED at once; or nothing (free pageblocks are still unmapped). */
 enum purge_mode { PURGE_FREE, PURGE_DONTNEED, PURGE_OFF };
-/* SLUICE_RECLAIMER: a drop-in malloc must not make a single-threaded
- * program multi-threaded, so by default the thread waits for the
- * program's own second thread; slow paths run the decay until then. */
-enum reclaimer_mode { RECLAIMER_OFF, RECLAIMER_AUTO, RECLAIMER_ON };
+/* SLUICE_RECLAIMER and SLUICE_TEARDOWN: a drop-in malloc must not make a
+ * single-threaded program multi-threaded, so by default a background
+ * thread waits for the program's own second thread; until then the
+ * program's own calls do the work (slow paths run the decay, a free
+ * releases its range itself). */
+enum bg_mode { BG_OFF, BG_AUTO, BG_ON };
 
 struct sl_options {
 #define X(field, env, def, parse, text) long field;

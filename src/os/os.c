@@ -11,6 +11,8 @@
 #include "fault.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <time.h>
 #include <linux/futex.h>
@@ -18,12 +20,23 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+static bool (*enomem_hook)(void);
+
+void os_set_enomem_hook(bool (*fn)(void)) { enomem_hook = fn; }
+
+static void *map_once(size_t size, int prot)
+{
+    return config_fault && fault_hit(FAULT_MMAP)
+               ? MAP_FAILED
+               : mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
 static void *map(size_t size, int prot)
 {
     int saved = errno;
-    void *p = config_fault && fault_hit(FAULT_MMAP)
-                  ? MAP_FAILED
-                  : mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = map_once(size, prot);
+    if (p == MAP_FAILED && enomem_hook && enomem_hook()) /* address space came back: once more */
+        p = map_once(size, prot);
     if (p == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;
@@ -108,6 +121,13 @@ enum os_purge os_purge(void *p, size_t size, enum os_purge how)
     }
 #endif
     return advise(p, size, MADV_DONTNEED) ? OS_NONE : OS_CLEAN;
+}
+
+uint64_t os_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 uint64_t os_now_ms(void)
@@ -206,4 +226,28 @@ void os_write_err(const char *s, size_t n)
         n -= (size_t)w;
     }
     errno = saved;
+}
+
+/* glibc's flag (2.32+): true until the process first creates a thread.
+ * Weak, so that a libc without it counts as multi-threaded. */
+extern char __libc_single_threaded __attribute__((weak));
+
+bool os_single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
+
+bool os_thread_start(void *(*fn)(void *), void *arg)
+{
+    int saved = errno;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    bool ok = pthread_create(&t, &attr, fn, arg) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    errno = saved;
+    return ok;
 }

@@ -28,8 +28,6 @@
 #define _GNU_SOURCE
 #include "reclaimer.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +37,7 @@
 #include "../os/os.h"
 #include "../page/page.h"
 #include "../stats/stats.h"
+#include "../teardown/teardown.h"
 
 #define IDLE_SLEEP_MS     1000 /* nothing to decay: look again this often */
 #define PRESSURE_PSI      10   /* percent of time stalled on memory (avg10) */
@@ -186,6 +185,7 @@ static void wait_ms(uint64_t ms)
 static void *reclaimer_main(void *arg)
 {
     (void)arg;
+    teardown_background_thread();
     st_relaxed(&running, 2); /* running: kicks are heard */
     uint64_t last_pressure = 0;
     for (;;) {
@@ -211,32 +211,16 @@ static void *reclaimer_main(void *arg)
     return NULL;
 }
 
-/* glibc's flag (2.32+): true until the process first creates a thread.
- * Weak, so that a libc without it counts as multi-threaded. */
-extern char __libc_single_threaded __attribute__((weak));
-
-static bool single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
-
 static bool reclaimer_start(void)
 {
-    if (sl_opt.purge == PURGE_OFF || sl_opt.reclaimer == RECLAIMER_OFF)
+    if (sl_opt.purge == PURGE_OFF || sl_opt.reclaimer == BG_OFF)
         return true; /* never */
-    if (sl_opt.reclaimer == RECLAIMER_AUTO && single_threaded())
+    if (sl_opt.reclaimer == BG_AUTO && os_single_threaded())
         return false; /* not yet: ask again on a later slow path */
     if (atomic_exchange(&running, 1))
         return true;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 << 10);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t t;
-    if (pthread_create(&t, &attr, reclaimer_main, NULL) != 0)
+    if (!os_thread_start(reclaimer_main, NULL))
         st_relaxed(&running, 0); /* no thread: slow paths still run the decay */
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
     return true;
 }
 

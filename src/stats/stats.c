@@ -11,6 +11,7 @@
 #include "../os/os.h"
 #include "../page/page.h"
 #include "../slab/heap.h"
+#include "../teardown/teardown.h"
 #include "sluice.h"
 
 stat_counters stats_global;
@@ -30,6 +31,8 @@ stat_counters stats_global;
     X(huge_live_bytes, "bytes in live huge mappings")                         \
     X(huge_cached_bytes, "bytes in cached huge mappings")                     \
     X(huge_count, "live huge allocations")                                    \
+    X(teardown_pending_bytes, "bytes queued for teardown, not yet started")   \
+    X(teardown_inflight_bytes, "bytes being released by teardown now")        \
     X(meta_bytes, "bytes mapped for sluice's own records")                    \
     X(mapped_bytes, "bytes mapped in all")
 
@@ -55,8 +58,10 @@ static void gauges(uint64_t g[GAUGE_COUNT])
 {
     struct page_gauges pg;
     struct huge_gauges hg;
+    struct teardown_gauges tg;
     page_gauges(&pg);
     huge_gauges(&hg);
+    teardown_gauges(&tg);
     g[GAUGE_blocks] = pg.blocks;
     g[GAUGE_blocks_slab] = pg.blocks_by_type[PB_SLAB];
     g[GAUGE_blocks_reclaim] = pg.blocks_by_type[PB_RECLAIM];
@@ -71,8 +76,11 @@ static void gauges(uint64_t g[GAUGE_COUNT])
     g[GAUGE_huge_live_bytes] = hg.live_bytes;
     g[GAUGE_huge_cached_bytes] = hg.cached_bytes;
     g[GAUGE_huge_count] = hg.count;
+    g[GAUGE_teardown_pending_bytes] = tg.pending_bytes;
+    g[GAUGE_teardown_inflight_bytes] = tg.inflight_bytes;
     g[GAUGE_meta_bytes] = meta_bytes();
-    g[GAUGE_mapped_bytes] = (uint64_t)pg.blocks * SL_BLOCK + hg.live_bytes + hg.cached_bytes + meta_bytes();
+    g[GAUGE_mapped_bytes] =
+        (uint64_t)pg.blocks * SL_BLOCK + hg.live_bytes + hg.cached_bytes + tg.mapped_bytes + meta_bytes();
 }
 
 static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT])
@@ -213,7 +221,13 @@ static void reconcile(int fd, const uint64_t *g)
     out_mib(&o, " (the kernel still has ", lazy);
     out_mib(&o, " of it), clean ", g[GAUGE_clean_bytes]);
     out_line(&o, fd);
-    out_str(&o, "  Rss - LazyFree = sluice in use (touched part) + dirty + the program's own");
+    out_mib(&o, "  sluice: freed, being torn down: up to ",
+            g[GAUGE_teardown_pending_bytes] + g[GAUGE_teardown_inflight_bytes]);
+    out_mib(&o, " (queued ", g[GAUGE_teardown_pending_bytes]);
+    out_mib(&o, ", being released ", g[GAUGE_teardown_inflight_bytes]);
+    out_str(&o, ")");
+    out_line(&o, fd);
+    out_str(&o, "  Rss - LazyFree = sluice in use (touched part) + dirty + in teardown + the program's own");
     out_str(&o, " (code, libraries, stacks)");
     out_line(&o, fd);
 }

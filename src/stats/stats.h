@@ -46,6 +46,14 @@
     X(madv_dontneed_calls, "madvise(MADV_DONTNEED) calls: -> clean")           \
     X(madv_dontneed_bytes, "bytes advised MADV_DONTNEED")                     \
     X(madv_failed, "madvise calls the kernel refused (pages stay dirty)")      \
+    X(teardown_ranges, "big ranges queued for teardown by workers")            \
+    X(teardown_sync, "big ranges the caller released (no workers, queue full)") \
+    X(teardown_batches, "teardown gather batches released")                   \
+    X(teardown_helped, "of them, by a freeing, allocating or flushing thread") \
+    X(teardown_bytes, "bytes unmapped by the teardown queue")                 \
+    X(teardown_ns, "ns from free to unmapped, summed over queued ranges")     \
+    X(teardown_max_ns, "ns from free to unmapped, the longest")               \
+    X(teardown_workers, "teardown worker threads started")                    \
     X(reclaimer_runs, "decay passes run by the reclaimer thread")             \
     X(pressure_events, "memory pressure seen: everything purged at once")
 
