@@ -134,6 +134,49 @@ static void case_workers(void)
     CHECK_EQ(sl_check(), 0);
 }
 
+/* Wholly free pageblocks released in bulk (sl_purge, sl_cache_destroy)
+ * reach the queue too, adjacent ones as one range, once workers run.
+ * SLUICE_TEARDOWN_MIN=2M here, so that every block's range is queued. */
+static void case_blocks(void)
+{
+    have_threads();
+    sl_free(big(256 * MiB)); /* starts the workers */
+    flushed();
+    uint64_t bytes0 = sl_stat("teardown_bytes") + sl_stat("teardown_sync_bytes");
+    uint64_t ranges0 = sl_stat("teardown_ranges");
+    uint64_t unmaps0 = sl_stat("block_unmap");
+    enum { N = 300 };
+    static void *runs[N];
+    for (int i = 0; i < N; i++)
+        runs[i] = big(1 * MiB); /* page runs in pageblocks */
+    for (int i = 0; i < N; i++)
+        sl_free(runs[i]);
+    sl_purge();
+    flushed();
+    uint64_t blocks = sl_stat("block_unmap") - unmaps0;
+    CHECK(blocks >= 100);
+    CHECK_EQ(sl_stat("teardown_bytes") + sl_stat("teardown_sync_bytes") - bytes0, blocks * 2 * MiB);
+    CHECK(sl_stat("teardown_ranges") - ranges0 >= 1);
+    printf("blocks: %llu pageblocks unmapped as %llu ranges, %llu synchronous\n", (unsigned long long)blocks,
+           (unsigned long long)(sl_stat("teardown_ranges") - ranges0), (unsigned long long)sl_stat("teardown_sync"));
+    /* an object cache destroyed with its slabs */
+    sl_cache_t *c = sl_cache_create("pages", 4096, 0, 0, NULL);
+    for (int i = 0; i < 50000; i++)
+        CHECK(sl_cache_alloc(c) != NULL);
+    bytes0 = sl_stat("teardown_bytes") + sl_stat("teardown_sync_bytes");
+    unmaps0 = sl_stat("block_unmap");
+    ranges0 = sl_stat("teardown_ranges");
+    sl_cache_destroy(c);
+    flushed();
+    blocks = sl_stat("block_unmap") - unmaps0;
+    CHECK(blocks >= 50);
+    CHECK(sl_stat("teardown_ranges") - ranges0 < blocks / 4); /* neighbours go together */
+    printf("cache: %llu pageblocks unmapped as %llu ranges\n", (unsigned long long)blocks,
+           (unsigned long long)(sl_stat("teardown_ranges") - ranges0));
+    CHECK_EQ(sl_stat("teardown_bytes") + sl_stat("teardown_sync_bytes") - bytes0, blocks * 2 * MiB);
+    CHECK_EQ(sl_check(), 0);
+}
+
 /* An idle worker exits after SLUICE_TEARDOWN_IDLE_MS (50 here). */
 static void case_idle_exit(void)
 {
@@ -386,6 +429,7 @@ struct tcase {
 static const struct tcase cases[] = {
     { "queued", NOWORK, NULL, case_queued },
     { "workers", "SLUICE_TEARDOWN_WORKERS=2", NULL, case_workers },
+    { "blocks", "SLUICE_TEARDOWN_MIN=2M", NULL, case_blocks },
     { "idle_exit", "SLUICE_TEARDOWN_IDLE_MS=50", NULL, case_idle_exit },
     { "bound", NOWORK " SLUICE_TEARDOWN_MAX_PENDING=256M", NULL, case_bound },
     { "threads", "", NULL, case_threads },

@@ -18,8 +18,10 @@ void sl_purge(void)
 {
     if (sl_checked)
         checked_flush();
+    page_gather_begin(); /* free pageblocks go back together */
     heap_collect_all();
     page_purge_all();
+    page_gather_end();
     huge_trim();
 }
 

@@ -250,7 +250,9 @@ void sl_cache_destroy(sl_cache_t *c)
     if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
         cache_dead(c, "sl_cache_destroy of");
     uint64_t live;
+    page_gather_begin(); /* its pageblocks go back together */
     heap_id_close(c->id, &live);
+    page_gather_end();
     heap_count(tls_heap, STAT_cache_destroy, 1);
     heap_count(tls_heap, STAT_cache_destroy_live, live);
     c->key = CACHE_DEAD;

@@ -59,7 +59,7 @@ static void release_later(struct releases *rel, void *base, size_t len)
 static void release_now(struct releases *rel)
 {
     for (unsigned i = 0; i < rel->n; i++)
-        teardown_release(rel->r[i].base, rel->r[i].len);
+        teardown_release(rel->r[i].base, rel->r[i].len, true);
     rel->n = 0;
 }
 
@@ -266,7 +266,7 @@ void *huge_realloc(struct huge *hd, void *p, size_t size)
     hd->req_size = size;
     lock_release(&huge_lock);
     if (unmap)
-        teardown_release(unmap, old_map - new_map);
+        teardown_release(unmap, old_map - new_map, true);
     hint_huge(hd, size);
     return hd->base;
 }

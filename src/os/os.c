@@ -45,10 +45,19 @@ static void *map(size_t size, int prot)
     return p;
 }
 
-static void *map_aligned(size_t size, size_t align, int prot)
+static void *map_aligned(size_t size, size_t align, int prot, void *hint)
 {
     if (align <= SL_PAGE)
         return map(size, prot);
+    if (hint && !((uintptr_t)hint & (align - 1)) && !(config_fault && fault_hit(FAULT_MMAP))) {
+        int saved = errno;
+        void *p = mmap(hint, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        errno = saved;
+        if (p == hint)
+            return p;
+        if (p != MAP_FAILED)
+            os_unmap(p, size); /* the kernel put it elsewhere: over-map and trim */
+    }
     if (size + align < size) {
         errno = ENOMEM;
         return NULL;
@@ -66,8 +75,8 @@ static void *map_aligned(size_t size, size_t align, int prot)
 }
 
 void *os_map(size_t size) { return map(size, PROT_READ | PROT_WRITE); }
-void *os_map_aligned(size_t size, size_t align) { return map_aligned(size, align, PROT_READ | PROT_WRITE); }
-void *os_reserve_aligned(size_t size, size_t align) { return map_aligned(size, align, PROT_NONE); }
+void *os_map_aligned(size_t size, size_t align) { return map_aligned(size, align, PROT_READ | PROT_WRITE, NULL); }
+void *os_reserve_aligned(size_t size, size_t align, void *hint) { return map_aligned(size, align, PROT_NONE, hint); }
 
 int os_unmap(void *p, size_t size)
 {

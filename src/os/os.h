@@ -10,7 +10,9 @@
 
 void *os_map(size_t size);                          /* read-write anonymous */
 void *os_map_aligned(size_t size, size_t align);    /* align: power of two */
-void *os_reserve_aligned(size_t size, size_t align); /* the same, PROT_NONE: address space only */
+/* The same, PROT_NONE (address space only), at hint if that is free and
+ * aligned (NULL: anywhere). */
+void *os_reserve_aligned(size_t size, size_t align, void *hint);
 int   os_unmap(void *p, size_t size);
 void *os_remap(void *p, size_t old_size, size_t new_size, void *fixed); /* NULL fixed: in place only */
 int   os_huge(void *p, size_t size);                /* MADV_HUGEPAGE */

@@ -19,6 +19,7 @@
 #include "../os/os.h"
 #include "../options/options.h"
 #include "../pagemap/pagemap.h"
+#include "../teardown/teardown.h"
 
 
 /* Fallback order when a type has no room: which other types it may take a
@@ -75,8 +76,62 @@ void block_unmap(struct block *b)
     heap.blocks_by_type[b->type]--;
     heap.nblocks--;
     pagemap_set((uintptr_t)b, SL_BLOCK, 0);
-    os_unmap(b, SL_BLOCK);
+    b->next = heap.unmapping; /* its header stays mapped until heap_unlock */
+    heap.unmapping = b;
     stat_add(stats_global, STAT_block_unmap, 1);
+}
+
+/* Give back the blocks of list l, sorted by address, each run of adjacent
+ * ones as one range (reservations made one after another are often
+ * neighbours, so a bulk release of many blocks makes few big ranges). No
+ * qsort: it may allocate. */
+static void blocks_release(struct block *l, bool may_start)
+{
+    uintptr_t a[256];
+    while (l) {
+        size_t n = 0;
+        for (; l && n < 256; l = l->next)
+            a[n++] = (uintptr_t)l;
+        for (size_t i = 1; i < n; i++) /* insertion sort: few, and often in order */
+            for (size_t j = i; j > 0 && a[j - 1] > a[j]; j--) {
+                uintptr_t t = a[j];
+                a[j] = a[j - 1];
+                a[j - 1] = t;
+            }
+        for (size_t i = 0, j; i < n; i = j) {
+            for (j = i + 1; j < n && a[j] == a[j - 1] + SL_BLOCK;)
+                j++;
+            teardown_release((void *)a[i], (j - i) * SL_BLOCK, may_start);
+        }
+    }
+}
+
+static __thread unsigned gathering;
+
+void heap_unlock(void)
+{
+    struct block *l = NULL;
+    if (!gathering) {
+        l = heap.unmapping;
+        heap.unmapping = NULL;
+    }
+    lock_release(&heap.lock);
+    if (l) /* the caller may hold other locks: no thread may be started */
+        blocks_release(l, false);
+}
+
+void page_gather_begin(void) { gathering++; }
+
+void page_gather_end(void)
+{
+    if (--gathering)
+        return;
+    lock_acquire(&heap.lock);
+    struct block *l = heap.unmapping;
+    heap.unmapping = NULL;
+    lock_release(&heap.lock);
+    if (l)
+        blocks_release(l, true);
 }
 
 size_t free_blocks_keep(void)
@@ -133,7 +188,11 @@ static bool block_commit(struct block *b, unsigned end)
 
 static struct block *block_new(enum pb_type type)
 {
-    struct block *b = os_reserve_aligned(SL_BLOCK, SL_BLOCK);
+    /* right below the last block mapped, where the kernel's top-down
+     * search puts the next mapping anyway: neighbouring blocks make one
+     * range when they are given back together (heap_unlock), and fewer
+     * mappings for the kernel */
+    struct block *b = os_reserve_aligned(SL_BLOCK, SL_BLOCK, heap.last_mapped ? heap.last_mapped - SL_BLOCK : NULL);
     if (!b)
         return NULL;
     /* the first step holds the header (the memory is zero: nothing committed) */
@@ -145,6 +204,7 @@ static struct block *block_new(enum pb_type type)
         errno = ENOMEM;
         return NULL;
     }
+    heap.last_mapped = (uint8_t *)b;
     b->list = LIST_NONE;
     b->type = (uint8_t)type;
     block_init(b, type);
@@ -289,7 +349,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
             break;
         pcache_push(pc, ct, n, r);
     }
-    lock_release(&heap.lock);
+    heap_unlock();
     if (pc->stats)
         stat_add(pc->stats, STAT_pcache_refill, 1);
     return first;
@@ -318,7 +378,7 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
     }
     lock_acquire(&heap.lock);
     void *r = take_locked(type, n, log2_ceil(align_pages ? align_pages : 1), kind, clean);
-    lock_release(&heap.lock);
+    heap_unlock();
     if (!r)
         errno = ENOMEM;
     purge_maybe();
@@ -339,7 +399,7 @@ static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned bud
         int t = pc->nonempty[1] > pc->nonempty[0]; /* the larger mask has the higher top bit */
         give_locked(pcache_pop(pc, t, log2_floor(pc->nonempty[t]) + 1), PS_DIRTY);
     }
-    lock_release(&heap.lock);
+    heap_unlock();
     if (pc->stats)
         stat_add(pc->stats, STAT_pcache_drain, 1);
     purge_maybe();
@@ -376,7 +436,7 @@ void page_free(struct page_cache *pc, void *run)
         st = purge_range(run, (size_t)n << SL_PAGE_SHIFT);
     lock_acquire(&heap.lock);
     give_locked(run, st);
-    lock_release(&heap.lock);
+    heap_unlock();
     purge_maybe();
 }
 
@@ -404,7 +464,7 @@ bool page_resize(void *run, size_t new_npages)
         block_mark_run(b, first, (unsigned)new_npages, (enum page_kind)pg->h.kind);
         relink(b);
     }
-    lock_release(&heap.lock);
+    heap_unlock();
     return ok;
 }
 
@@ -423,7 +483,7 @@ void page_gauges(struct page_gauges *g)
     g->free_pages += heap.nfree_blocks * BLOCK_USABLE_PAGES;
     g->dirty_pages = heap.dirty_pages;
     g->lazy_pages = heap.lazy_pages;
-    lock_release(&heap.lock);
+    heap_unlock();
 }
 
 sl_lock *page_fork_lock(void) { return &heap.lock; }

@@ -65,6 +65,12 @@ void page_purge_decay(uint64_t now_ms, bool force);
  * stats; returns the state the pages are in now (PS_DIRTY if refused). */
 enum page_state page_advise(void *p, size_t bytes, enum page_state to);
 void page_purge_all(void);
+/* Around a bulk release (sl_purge, sl_cache_destroy) by this thread: the
+ * pageblocks it frees are given back together at the end, neighbours as
+ * one range, so that big ones go to the teardown queue; call the end with
+ * no sluice lock held. Nests. */
+void page_gather_begin(void);
+void page_gather_end(void);
 bool page_purge_pending(void); /* any dirty or lazy pages? */
 void purge_fork_child(void);
 /* Hooks for the reclaimer (called outside every lock): start, when there

@@ -17,6 +17,8 @@ struct page_heap {
     sl_lock lock;
     struct block *lists[PB_NTYPES][NBUCKETS];
     struct block *free_blocks;
+    struct block *unmapping;  /* out of the pagemap, unmapped by heap_unlock */
+    uint8_t *last_mapped;     /* the last block mapped: the next goes below it */
     size_t nfree_blocks, nblocks;
     size_t blocks_by_type[PB_NTYPES];
     /* purge state */
@@ -27,7 +29,14 @@ struct page_heap {
 extern struct page_heap heap;
 
 void relink(struct block *b);
+/* Take a wholly free block out of the heap and the pagemap; heap_unlock
+ * gives its memory back once the lock is dropped. */
 void block_unmap(struct block *b);
+/* Release the page heap lock, then give back the blocks block_unmap took:
+ * adjacent ones coalesced into one range, for the teardown layer (which
+ * queues a range of SLUICE_TEARDOWN_MIN or more while workers run). Every
+ * release of the lock in page.c and purge.c goes through here. */
+void heap_unlock(void);
 size_t free_blocks_keep(void);
 
 /* purge.c */

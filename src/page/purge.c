@@ -223,7 +223,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
                 span_add(sp, &k, b, first, n);
         }
         if (!k) {
-            lock_release(&heap.lock);
+            heap_unlock();
             break;
         }
         for (unsigned i = 0; i < k; i++) {
@@ -240,7 +240,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
             state_take(b, sp[i].first, sp[i].n);
             relink(b);
         }
-        lock_release(&heap.lock);
+        heap_unlock();
         enum page_state got[PURGE_BATCH];
         bool refused = false; /* the kernel said no: stop, or the same spans come round again */
         for (unsigned i = 0; i < k; i++) {
@@ -261,7 +261,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
             trim_descriptors_locked(b, sp[i].first, sp[i].n);
             relink(b);
         }
-        lock_release(&heap.lock);
+        heap_unlock();
         if (refused)
             break;
     }
@@ -320,7 +320,7 @@ void page_purge_all(void)
     lock_acquire(&heap.lock);
     while (heap.free_blocks)
         block_unmap(heap.free_blocks);
-    lock_release(&heap.lock);
+    heap_unlock();
     lock_release(&purge_lock);
     purge_spans(PS_DIRTY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
     purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);

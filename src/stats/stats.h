@@ -48,6 +48,7 @@
     X(madv_failed, "madvise calls the kernel refused (pages stay dirty)")      \
     X(teardown_ranges, "big ranges queued for teardown by workers")            \
     X(teardown_sync, "big ranges the caller released (no workers, queue full)") \
+    X(teardown_sync_bytes, "bytes in them")                                    \
     X(teardown_batches, "teardown gather batches released")                   \
     X(teardown_helped, "of them, by a freeing, allocating or flushing thread") \
     X(teardown_bytes, "bytes unmapped by the teardown queue")                 \

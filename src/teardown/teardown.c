@@ -10,6 +10,8 @@
 #include "teardown.h"
 
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "../base/fatal.h"
@@ -104,8 +106,9 @@ static bool batch_take(struct batch *b)
     return false;
 }
 
-/* A range is unmapped: off the queue, counted, its slot free (td_lock). */
-static void range_retire(struct td_range *r)
+/* A range is unmapped: off the queue, counted, its slot free (td_lock).
+ * True if a flush waits for it: wake it once the lock is dropped. */
+static bool range_retire(struct td_range *r)
 {
     struct td_range **it = &head;
     while (*it != r)
@@ -123,8 +126,7 @@ static void range_retire(struct td_range *r)
     r->link = free_slots;
     free_slots = r;
     atomic_fetch_add(&done_seq, 1);
-    if (flush_waiters)
-        os_futex_wake(&done_seq, INT_MAX);
+    return flush_waiters > 0;
 }
 
 /* Release batch b (no lock held), then retire it; the thread that ends a
@@ -151,13 +153,20 @@ static void batch_run(struct batch *b, bool helper)
     r->unmapped = true;
     lock_release(&unmap_lock);
     lock_acquire(&td_lock);
-    range_retire(r);
+    bool waiters = range_retire(r);
     lock_release(&td_lock);
+    if (waiters)
+        os_futex_wake(&done_seq, INT_MAX);
 }
 
 static void *worker_main(void *arg)
 {
     (void)arg;
+    /* SCHED_BATCH: a woken worker does not preempt the thread that woke it
+     * (the freeing thread returns first), and the program's threads are
+     * preferred when the CPUs are busy; on idle CPUs it runs at full speed */
+    struct sched_param sp = { 0 };
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
     lock_acquire(&td_lock);
     for (;;) {
         struct batch b;
@@ -193,7 +202,7 @@ static bool async_allowed(size_t len)
     return sl_opt.teardown == BG_ON || !os_single_threaded();
 }
 
-void teardown_release(void *base, size_t len)
+void teardown_release(void *base, size_t len, bool may_start)
 {
     if (!len)
         return;
@@ -202,12 +211,14 @@ void teardown_release(void *base, size_t len)
     if (async) {
         lock_acquire(&td_lock);
         limits_locked();
-        if (!(r = slot_get()))
+        if ((!may_start && !workers) || !(r = slot_get()))
             lock_release(&td_lock);
     }
-    if (!r) { /* synchronous: small, no workers wanted, or the queue is full */
-        if (len >= (size_t)sl_opt.teardown_min)
+    if (!r) { /* synchronous: small, no workers wanted or running, or the queue is full */
+        if (len >= (size_t)sl_opt.teardown_min) {
             stat_add_shared(STAT_teardown_sync, 1);
+            stat_add_shared(STAT_teardown_sync_bytes, len);
+        }
         os_unmap(base, len);
         return;
     }
@@ -220,12 +231,22 @@ void teardown_release(void *base, size_t len)
     pending += len;
     queued_bytes += len;
     stat_add(stats_global, STAT_teardown_ranges, 1);
+    /* the queue before this range is past its bound (the workers fall
+     * behind): this thread releases batches, oldest first, until it is
+     * not, so the queue never holds more than the bound and one range */
+    struct batch b;
+    while (pending > (size_t)max_pending + len && batch_take(&b)) {
+        lock_release(&td_lock);
+        batch_run(&b, true);
+        lock_acquire(&td_lock);
+    }
     /* a worker for each batch no idle worker will take, up to the bound;
      * started here, by the freeing thread, since pthread_create allocates
-     * and a worker allocates nothing */
+     * and a worker allocates nothing. Waking and starting come last, so
+     * that this thread is done with the queue before they compete for it. */
     size_t batches = (pending + TD_BATCH - 1) / TD_BATCH;
     unsigned spawn = 0;
-    while (workers + spawn < (unsigned)max_workers && idle + spawn < batches)
+    while (may_start && workers + spawn < (unsigned)max_workers && idle + spawn < batches)
         spawn++;
     workers += spawn;
     bool wake = idle > 0;
@@ -237,19 +258,13 @@ void teardown_release(void *base, size_t len)
     unsigned started = 0;
     while (started < spawn && os_thread_start(worker_main, NULL))
         started++;
-    stat_add_shared(STAT_teardown_workers, started);
+    if (started)
+        stat_add_shared(STAT_teardown_workers, started);
+    if (started == spawn)
+        return;
     lock_acquire(&td_lock);
     workers -= spawn - started; /* pthread_create refused the rest */
     bool alone = max_workers > 0 && workers == 0;
-    /* the queue before this range is past its bound (the workers fall
-     * behind): this thread releases batches, oldest first, until it is
-     * not, so the queue never holds more than the bound and one range */
-    struct batch b;
-    while (!alone && pending > (size_t)max_pending + len && batch_take(&b)) {
-        lock_release(&td_lock);
-        batch_run(&b, true);
-        lock_acquire(&td_lock);
-    }
     lock_release(&td_lock);
     if (alone) /* workers allowed but none could start: this thread does it all */
         teardown_flush();

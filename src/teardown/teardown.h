@@ -31,11 +31,11 @@
 
 struct sl_lock;
 
-/* Give [base, base + len) back (a whole mapping or a tail of one, page
- * aligned, already out of the pagemap). Takes no lock the caller might
- * hold other than td_lock, but may start a worker thread (pthread_create
- * allocates): call it with no sluice lock held. */
-void teardown_release(void *base, size_t len);
+/* Give [base, base + len) back (whole mappings or a tail of one, page
+ * aligned, already out of the pagemap). Takes td_lock only. may_start: it
+ * may start a worker thread, which allocates (pthread_create): only with
+ * no sluice lock held; else, with no worker running, it unmaps in place. */
+void teardown_release(void *base, size_t len, bool may_start);
 /* Mark the calling thread (the reclaimer) as sluice's own: its releases
  * are done in place, since it is off the program's path already and may
  * not start threads (pthread_create allocates). */

@@ -33,7 +33,7 @@ static struct zero_zone *zone_new(void)
     struct zero_zone *z = meta_alloc(sizeof *z);
     if (!z)
         return NULL;
-    z->base = os_reserve_aligned(SL_BLOCK, SL_BLOCK);
+    z->base = os_reserve_aligned(SL_BLOCK, SL_BLOCK, NULL);
     if (!z->base || !pagemap_set((uintptr_t)z->base, SL_BLOCK, (uintptr_t)z | PM_ZERO)) {
         if (z->base)
             os_unmap(z->base, SL_BLOCK);
