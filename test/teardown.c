@@ -177,6 +177,26 @@ static void case_blocks(void)
     CHECK_EQ(sl_check(), 0);
 }
 
+/* 64 GiB, one page touched in every 64 MiB: queued, released, gone. */
+static void case_64g(void)
+{
+    have_threads();
+    size_t n = (size_t)64 << 30;
+    char *p = sl_malloc(n);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    for (size_t off = 0; off < n; off += 64 * MiB)
+        p[off] = 1;
+    sl_free(p);
+    CHECK_EQ(sl_stat("teardown_ranges"), 1);
+    flushed();
+    CHECK(!mapped(p) && !mapped(p + n - 1));
+    CHECK_EQ(sl_stat("teardown_bytes"), n);
+    CHECK_EQ(sl_stat("teardown_batches"), n / (32 * MiB));
+    CHECK_EQ(sl_check(), 0);
+}
+
 /* An idle worker exits after SLUICE_TEARDOWN_IDLE_MS (50 here). */
 static void case_idle_exit(void)
 {
@@ -442,8 +462,9 @@ static const struct tcase cases[] = {
     { "off", "SLUICE_TEARDOWN=0", NULL, case_off },
     { "double_free", NOWORK, "sluice: free of a pointer sluice did not allocate: 0x", case_double_free },
     { "realloc_freed", "", "sluice: realloc of a pointer sluice did not allocate: 0x", case_realloc_freed },
-#if SL_OVERRIDE /* ulimit -v and a sanitizer's shadow memory do not mix */
+#if SL_OVERRIDE /* ulimit -v and 64 GiB do not mix with a sanitizer's shadow memory */
     { "enomem", NOWORK, NULL, case_enomem },
+    { "64g", "", NULL, case_64g },
 #endif
 };
 

@@ -23,7 +23,8 @@
  * cgroup is throttled or reclaimed first; so when the headroom (limit -
  * usage) falls under an eighth of the limit, or the memory PSI "some
  * avg10" (the cgroup's, else the system's) reaches PRESSURE_PSI percent,
- * dirty and lazy memory is made clean at once.
+ * dirty and lazy memory is made clean at once, and the teardown queue is
+ * finished (the reclaimer releases batches beside the workers).
  */
 #define _GNU_SOURCE
 #include "reclaimer.h"
@@ -198,7 +199,12 @@ static void *reclaimer_main(void *arg)
         bool pressure = false;
         if (now - last_pressure >= PRESSURE_EVERY_MS) {
             last_pressure = now;
-            pressure = reclaimer_pressure() && page_purge_pending();
+            bool short_of_memory = reclaimer_pressure();
+            /* memory still being torn down counts against the limit too:
+             * finish it now (this thread helps the workers) */
+            if (short_of_memory)
+                teardown_flush();
+            pressure = short_of_memory && page_purge_pending();
             if (pressure)
                 stat_add_shared(STAT_pressure_events, 1);
         }
