@@ -219,26 +219,9 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        int fds[2];
-        if (pipe(fds))
-            return 2;
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fds[1], 2);
-            close(fds[0]);
-            execl("/proc/self/exe", argv[0], cases[i].name, (char *)NULL);
-            _exit(3);
-        }
-        close(fds[1]);
         char out[1024];
-        size_t n = 0;
-        ssize_t r;
-        while (n < sizeof out - 1 && (r = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
-            n += (size_t)r;
-        out[n] = 0;
-        close(fds[0]);
-        int status;
-        waitpid(pid, &status, 0);
+        size_t n;
+        int status = t_run_self(argv[0], cases[i].name, "", out, sizeof out, &n);
         const char *m = cases[i].message;
         int aborted = WIFSIGNALED(status) && WTERMSIG(status) == (m ? SIGABRT : SIGSEGV);
         int said = m ? strstr(out, m) != NULL : n == 0;

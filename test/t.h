@@ -56,4 +56,49 @@ static inline void t_shuffle(void **a, size_t n, unsigned long long *seed)
     }
 }
 
+/* Run this program again (/proc/self/exe) with argument `name`, with the
+ * environment settings of `env` ("K=V K2=V2", may be empty) added; its
+ * stderr goes to out (NUL-terminated, at most cap - 1 bytes, *len set).
+ * Returns the wait status. For tests whose cases must each start a fresh
+ * process (options read at start, an abort expected). */
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static inline int t_run_self(const char *argv0, const char *name, const char *env, char *out, size_t cap,
+                             size_t *len)
+{
+    int fds[2];
+    *len = 0;
+    out[0] = 0;
+    if (pipe(fds))
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", env);
+        for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+            char *eq = strchr(tok, '=');
+            if (eq) {
+                *eq = 0;
+                setenv(tok, eq + 1, 1);
+            }
+        }
+        dup2(fds[1], 2);
+        close(fds[0]);
+        execl("/proc/self/exe", argv0, name, (char *)NULL);
+        _exit(3);
+    }
+    close(fds[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n < cap - 1 && (r = read(fds[0], out + n, cap - 1 - n)) > 0)
+        n += (size_t)r;
+    out[n] = 0;
+    *len = n;
+    close(fds[0]);
+    int status = -1;
+    waitpid(pid, &status, 0);
+    return status;
+}
+
 #endif

@@ -159,6 +159,19 @@ static void batch_run(struct batch *b, bool helper)
         os_futex_wake(&done_seq, INT_MAX);
 }
 
+/* With td_lock held: take a batch and release it (the lock dropped
+ * meanwhile, held again on return); false if there was none. */
+static bool run_one_locked(bool helper)
+{
+    struct batch b;
+    if (!batch_take(&b))
+        return false;
+    lock_release(&td_lock);
+    batch_run(&b, helper);
+    lock_acquire(&td_lock);
+    return true;
+}
+
 static void *worker_main(void *arg)
 {
     (void)arg;
@@ -169,13 +182,8 @@ static void *worker_main(void *arg)
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
     lock_acquire(&td_lock);
     for (;;) {
-        struct batch b;
-        if (batch_take(&b)) {
-            lock_release(&td_lock);
-            batch_run(&b, false);
-            lock_acquire(&td_lock);
+        if (run_one_locked(false))
             continue;
-        }
         int seq = ld_relaxed(&work_seq);
         idle++;
         lock_release(&td_lock);
@@ -234,12 +242,8 @@ void teardown_release(void *base, size_t len, bool may_start)
     /* the queue before this range is past its bound (the workers fall
      * behind): this thread releases batches, oldest first, until it is
      * not, so the queue never holds more than the bound and one range */
-    struct batch b;
-    while (pending > (size_t)max_pending + len && batch_take(&b)) {
-        lock_release(&td_lock);
-        batch_run(&b, true);
-        lock_acquire(&td_lock);
-    }
+    while (pending > (size_t)max_pending + len && run_one_locked(true))
+        ;
     /* a worker for each batch no idle worker will take, up to the bound;
      * started here, by the freeing thread, since pthread_create allocates
      * and a worker allocates nothing. Waking and starting come last, so
@@ -286,13 +290,8 @@ bool teardown_flush(void)
     bool any = false;
     while (queued_by(target)) {
         any = true;
-        struct batch b;
-        if (batch_take(&b)) {
-            lock_release(&td_lock);
-            batch_run(&b, true);
-            lock_acquire(&td_lock);
+        if (run_one_locked(true))
             continue;
-        }
         /* every batch is out: wait for the workers to end them */
         int seq = ld_relaxed(&done_seq);
         flush_waiters++;
