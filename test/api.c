@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,27 +97,64 @@ static void test_zero_size(void)
     sl_check();
 }
 
+/* The line starting with key in smaps' entry for the mapping holding p
+ * (copied to out); false if /proc/self/smaps cannot say. */
+static bool smaps_line_of(const void *p, const char *key, char *out, size_t cap)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return false;
+    char line[512];
+    int in = 0;
+    bool found = false;
+    uintptr_t a = (uintptr_t)p;
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in = a >= lo && a < hi;
+        else if (in && !strncmp(line, key, strlen(key)))
+            found = snprintf(out, cap, "%s", line) > 0;
+    }
+    fclose(f);
+    return found;
+}
+
 /* Does the mapping holding p carry VM_HUGEPAGE ("hg" in smaps' VmFlags)?
  * -1 if /proc/self/smaps cannot say. */
 static int thp_hinted(const void *p)
 {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f)
-        return -1;
     char line[512];
-    int in = 0, hinted = -1;
-    uintptr_t a = (uintptr_t)p;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-            in = a >= lo && a < hi;
-        } else if (in && !strncmp(line, "VmFlags:", 8)) {
-            hinted = strstr(line, " hg") != NULL;
-            break;
-        }
-    }
-    fclose(f);
-    return hinted;
+    return smaps_line_of(p, "VmFlags:", line, sizeof line) ? strstr(line, " hg") != NULL : -1;
+}
+
+/* Bytes of a "Key: N kB" field of the mapping holding p; -1 if unknown. */
+static long long smaps_bytes(const void *p, const char *key)
+{
+    char line[512];
+    return smaps_line_of(p, key, line, sizeof line) ? atoll(line + strlen(key)) * 1024 : -1;
+}
+
+/* The hugepage coverage gauges agree with the kernel's smaps: with one
+ * huge mapping alive (the cache emptied, the teardown queue flushed), the
+ * huge_* gauges are its Rss and AnonHugePages. */
+static void test_thp_coverage(void)
+{
+    sl_purge();
+    sl_flush();
+    size_t n = 64u << 20;
+    char *big = sl_malloc(n);
+    CHECK(big != NULL);
+    memset(big, 1, n);
+    void *small = sl_malloc(100);
+    long long rss0 = smaps_bytes(big, "Rss:"), thp0 = smaps_bytes(big, "AnonHugePages:");
+    long long rss = (long long)sl_stat("huge_rss_bytes"), thp = (long long)sl_stat("huge_thp_bytes");
+    long long rss1 = smaps_bytes(big, "Rss:"), thp1 = smaps_bytes(big, "AnonHugePages:");
+    CHECK(rss0 >= (long long)n && (rss == rss0 || rss == rss1)); /* khugepaged may act between reads */
+    CHECK(thp == thp0 || thp == thp1);
+    CHECK(sl_stat("block_rss_bytes") > 0);
+    CHECK(sl_stat("block_thp_bytes") <= sl_stat("block_rss_bytes"));
+    sl_free(small);
+    sl_free(big);
 }
 
 /* Transparent hugepages are asked for (MADV_HUGEPAGE) on huge mappings of
@@ -585,6 +623,7 @@ int main(void)
     test_sizes();
     test_zero_size();
     test_thp_hint();
+    test_thp_coverage();
     test_errno();
     test_calloc();
     test_realloc();

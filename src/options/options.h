@@ -33,7 +33,7 @@
       "by freeing threads over the bound, by failed allocations and by sl_flush")                   \
     X(teardown_max_pending, "SLUICE_TEARDOWN_MAX_PENDING", 0, parse_bytes,                           \
       "bytes queued at most before a freeing thread releases a batch itself; default 1/8 of RAM")  \
-    X(teardown_idle_ms, "SLUICE_TEARDOWN_IDLE_MS", 5000, parse_long,                                 \
+    X(teardown_idle_ms, "SLUICE_TEARDOWN_IDLE_MS", 30000, parse_long,                                \
       "ms an idle teardown worker waits for work before it exits")
 
 /* SLUICE_PURGE: MADV_FREE then, after the lazy decay, MADV_DONTNEED; or

@@ -175,6 +175,24 @@ long os_pread_file(int fd, char *buf, size_t cap)
     return n;
 }
 
+int os_open_read(const char *path)
+{
+    int saved = errno;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    errno = saved;
+    return fd;
+}
+
+long os_read(int fd, char *buf, size_t cap)
+{
+    int saved = errno;
+    ssize_t r;
+    while ((r = read(fd, buf, cap)) < 0 && errno == EINTR)
+        ;
+    errno = saved;
+    return r;
+}
+
 void os_close(int fd)
 {
     int saved = errno;

@@ -45,6 +45,10 @@ long os_read_file(const char *path, char *buf, size_t cap);
 int os_open_high(const char *path);
 long os_pread_file(int fd, char *buf, size_t cap);
 void os_close(int fd);
+/* A file read as a stream (smaps): open read-only, read up to cap bytes
+ * (the count, 0 at the end, -1 on error). */
+int os_open_read(const char *path);
+long os_read(int fd, char *buf, size_t cap);
 void  os_futex_wait(_Atomic int *addr, int val);
 void  os_futex_wait_ms(_Atomic int *addr, int val, uint64_t ms); /* or until ms pass */
 void  os_futex_wake(_Atomic int *addr, int n);

@@ -12,6 +12,7 @@
 #include "../page/page.h"
 #include "../slab/heap.h"
 #include "../teardown/teardown.h"
+#include "thp.h"
 #include "sluice.h"
 
 stat_counters stats_global;
@@ -34,6 +35,10 @@ stat_counters stats_global;
     X(teardown_pending_bytes, "bytes queued for teardown, not yet started")   \
     X(teardown_inflight_bytes, "bytes being released by teardown now")        \
     X(meta_bytes, "bytes mapped for sluice's own records")                    \
+    X(block_rss_bytes, "pageblock bytes resident (smaps)")                    \
+    X(block_thp_bytes, "of them, in transparent hugepages")                   \
+    X(huge_rss_bytes, "huge mapping bytes resident (smaps)")                  \
+    X(huge_thp_bytes, "of them, in transparent hugepages")                    \
     X(mapped_bytes, "bytes mapped in all")
 
 enum {
@@ -54,7 +59,9 @@ static const char *const texts[] = {
 #undef X
 };
 
-static void gauges(uint64_t g[GAUGE_COUNT])
+/* smaps: also the gauges read from /proc/self/smaps (thp.c), which makes
+ * the kernel walk every page table: only when one of them is asked for. */
+static void gauges(uint64_t g[GAUGE_COUNT], bool smaps)
 {
     struct page_gauges pg;
     struct huge_gauges hg;
@@ -79,14 +86,21 @@ static void gauges(uint64_t g[GAUGE_COUNT])
     g[GAUGE_teardown_pending_bytes] = tg.pending_bytes;
     g[GAUGE_teardown_inflight_bytes] = tg.inflight_bytes;
     g[GAUGE_meta_bytes] = meta_bytes();
+    struct thp_usage tu = { 0, 0, 0, 0 };
+    if (smaps)
+        thp_usage(&tu);
+    g[GAUGE_block_rss_bytes] = tu.block_rss;
+    g[GAUGE_block_thp_bytes] = tu.block_thp;
+    g[GAUGE_huge_rss_bytes] = tu.huge_rss;
+    g[GAUGE_huge_thp_bytes] = tu.huge_thp;
     g[GAUGE_mapped_bytes] =
         (uint64_t)pg.blocks * SL_BLOCK + hg.live_bytes + hg.cached_bytes + tg.mapped_bytes + meta_bytes();
 }
 
-static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT])
+static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT], bool smaps)
 {
     heap_sum_stats(all);
-    gauges(all + STAT_COUNT);
+    gauges(all + STAT_COUNT, smaps);
 }
 
 static void reconcile(int fd, const uint64_t *g);
@@ -98,7 +112,7 @@ uint64_t sl_stat(const char *name)
     for (size_t i = 0; i < STAT_COUNT + GAUGE_COUNT; i++)
         if (!strcmp(names[i], name)) {
             uint64_t all[STAT_COUNT + GAUGE_COUNT];
-            snapshot(all);
+            snapshot(all, i >= STAT_COUNT + GAUGE_block_rss_bytes && i <= STAT_COUNT + GAUGE_huge_thp_bytes);
             return all[i];
         }
     return 0;
@@ -107,7 +121,7 @@ uint64_t sl_stat(const char *name)
 void sl_stats_print(int fd)
 {
     uint64_t all[STAT_COUNT + GAUGE_COUNT];
-    snapshot(all);
+    snapshot(all, true);
     char line[160];
     size_t n = 0;
     const char *head = "sluice statistics\n";
@@ -183,6 +197,15 @@ static void out_mib(struct out *o, const char *label, uint64_t bytes)
     out_str(o, num);
     out_str(o, " MiB");
 }
+static void out_pct(struct out *o, uint64_t part, uint64_t whole)
+{
+    char num[24];
+    size_t d = fmt_u64(num, whole ? part * 100 / whole : 0);
+    num[d] = 0;
+    out_str(o, " (");
+    out_str(o, num);
+    out_str(o, "%)");
+}
 static void out_line(struct out *o, int fd)
 {
     if (o->n < sizeof o->buf)
@@ -226,6 +249,14 @@ static void reconcile(int fd, const uint64_t *g)
     out_mib(&o, " (queued ", g[GAUGE_teardown_pending_bytes]);
     out_mib(&o, ", being released ", g[GAUGE_teardown_inflight_bytes]);
     out_str(&o, ")");
+    out_line(&o, fd);
+    out_mib(&o, "  hugepages (smaps): pageblocks ", g[GAUGE_block_thp_bytes]);
+    out_mib(&o, " of ", g[GAUGE_block_rss_bytes]);
+    out_pct(&o, g[GAUGE_block_thp_bytes], g[GAUGE_block_rss_bytes]);
+    out_mib(&o, ", huge mappings ", g[GAUGE_huge_thp_bytes]);
+    out_mib(&o, " of ", g[GAUGE_huge_rss_bytes]);
+    out_pct(&o, g[GAUGE_huge_thp_bytes], g[GAUGE_huge_rss_bytes]);
+    out_str(&o, " resident");
     out_line(&o, fd);
     out_str(&o, "  Rss - LazyFree = sluice in use (touched part) + dirty + in teardown + the program's own");
     out_str(&o, " (code, libraries, stacks)");
