@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,12 @@ int main(int argc, char **argv)
         char *p = malloc(n);
         if (!p)
             return 1;
-        madvise(p, n, thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+        /* the pages inside the buffer: glibc's and jemalloc's pointers are
+         * not page aligned, and madvise refuses an unaligned start */
+        char *lo = (char *)(((uintptr_t)p + 4095) & ~(uintptr_t)4095);
+        char *hi = (char *)(((uintptr_t)p + n) & ~(uintptr_t)4095);
+        if (madvise(lo, (size_t)(hi - lo), thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE))
+            return 2;
         for (size_t i = 0; i < n; i += 4096)
             p[i] = (char)i;
         double t0 = now();

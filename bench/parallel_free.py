@@ -10,7 +10,13 @@ VmRSS is below a tenth of the buffer ("never": not within 5 s), medians.
 Writes bench/results/parallel_free.md and, with matplotlib,
 bench/results/parallel_free.png.
 
-  python3 bench/parallel_free.py [GiB ...]      (default 1 4 16)"""
+  python3 bench/parallel_free.py [--pages 4k|thp] [GiB ...]   (default 1 4 16)
+
+The raw figures go to bench/results/parallel_free.json; with --pages, only
+that kind is run and the other kind's rows are taken from the last run's
+JSON (each kind is interleaved within its own run, and its ratios are to
+glibc in that run)."""
+import json
 import os
 import random
 import statistics
@@ -47,16 +53,29 @@ def run(lib, extra, gib, pages, frees):
 
 
 def main():
-    sizes = [int(a) for a in sys.argv[1:]] or [1, 4, 16]
+    args = sys.argv[1:]
+    only = None
+    if args[:1] == ["--pages"]:
+        only, args = args[1], args[2:]
+    sizes = [int(a) for a in args] or [1, 4, 16]
     cfgs = configs()
+    outdir = os.path.join(ROOT, "bench", "results")
+    os.makedirs(outdir, exist_ok=True)
+    raw = os.path.join(outdir, "parallel_free.json")
     res = {}
+    if only:
+        with open(raw) as f:
+            res = {tuple(k.split("|")[:1]) + (int(k.split("|")[1]), k.split("|")[2]): v
+                   for k, v in json.load(f).items() if k.split("|")[2] != only}
     rng = random.Random(4)
     for rep in range(3):
-        jobs = [(c, g, p) for c in cfgs for g in sizes for p in PAGES]
+        jobs = [(c, g, p) for c in cfgs for g in sizes for p in PAGES if only in (None, p)]
         rng.shuffle(jobs)
         for (name, lib, extra), g, p in jobs:
             res.setdefault((name, g, p), []).append(run(lib, extra, g, p, 3 if g < 16 else 2))
         print(f"repeat {rep + 1}/3 done", file=sys.stderr)
+    with open(raw, "w") as f:
+        json.dump({f"{n}|{g}|{p}": v for (n, g, p), v in res.items()}, f)
 
     def stats(name, g, p):
         procs = res[(name, g, p)]
@@ -82,8 +101,6 @@ def main():
                 lines.append(f"| {name} | {g} | {p} | {first:.0f} | {later:.0f} | {back_s} | {ratio} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    outdir = os.path.join(ROOT, "bench", "results")
-    os.makedirs(outdir, exist_ok=True)
     with open(os.path.join(outdir, "parallel_free.md"), "w") as f:
         f.write(text)
     try:
