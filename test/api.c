@@ -251,6 +251,33 @@ static void test_calloc(void)
     CHECK(sl_calloc(0, 10) != NULL);
 }
 
+/* A medium request takes a parked run up to a quarter longer than it needs
+ * (the page cache's best fit) instead of going to the shared page heap,
+ * and calloc still clears all of what it asked for; a run more than a
+ * quarter longer is not handed out. */
+static void test_medium_fit(void)
+{
+    sl_purge(); /* the thread's page cache starts empty */
+    unsigned char *a = sl_malloc(200 << 10); /* 50 pages, a run of 52 */
+    memset(a, 0xff, 200 << 10);
+    sl_free(a);
+    unsigned char *b = sl_calloc(1, 180 << 10); /* a run of 48: takes the 52 */
+    CHECK(b == a);
+    CHECK_EQ(sl_usable_size(b), 52 << 12);
+    size_t bad = 0;
+    for (size_t i = 0; i < (180 << 10); i++)
+        bad += b[i] != 0;
+    CHECK_EQ(bad, 0);
+    sl_free(b);
+    sl_purge();
+    unsigned char *c = sl_malloc(256 << 10); /* 64 pages */
+    sl_free(c);
+    unsigned char *d = sl_malloc(176 << 10); /* 44 pages: 64 is over a quarter more */
+    CHECK(d != c);
+    CHECK_EQ(sl_usable_size(d), 44 << 12);
+    sl_free(d);
+}
+
 static void test_realloc(void)
 {
     /* grow byte by byte through every regime, content preserved */
@@ -627,6 +654,7 @@ int main(void)
     test_errno();
     test_calloc();
     test_realloc();
+    test_medium_fit();
     test_aligned();
     test_sized();
     test_giant();

@@ -23,6 +23,7 @@
 #define PCACHE_DEPTH     8
 #define PCACHE_TYPES     2 /* PB_SLAB and PB_RUN */
 #define PCACHE_BUDGET    512 /* pages one thread may park: 2 MiB */
+#define PCACHE_FIT_DIV   4   /* a medium request may take a parked run up to 1/4 longer */
 
 /* Per-thread page cache. Owned by one thread; no lock. */
 struct page_cache {
