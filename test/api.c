@@ -497,6 +497,42 @@ static void test_malloc_stats(void)
 }
 #endif
 
+/* sl_stats_json: one object on one line, every counter and gauge under its
+ * sl_stat name, the values of this moment (between two sl_stat reads). */
+static void test_stats_json(void)
+{
+    void *keep = sl_malloc(100);
+    uint64_t before = sl_stat("alloc_small");
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    sl_stats_json(fds[1]);
+    close(fds[1]);
+    uint64_t after = sl_stat("alloc_small");
+    static char text[65536];
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof text - 1 && (r = read(fds[0], text + n, sizeof text - 1 - n)) > 0)
+        n += (size_t)r;
+    close(fds[0]);
+    text[n] = 0;
+    const char *head = "{\"version\":1,\"counters\":{";
+    CHECK(!strncmp(text, head, strlen(head)));
+    CHECK(n > 2 && !strcmp(text + n - 2, "}\n"));
+    CHECK(strchr(text, '\n') == text + n - 1);
+    size_t missing = 0;
+    for (size_t i = 0; sl_stat_name(i); i++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"%s\":", sl_stat_name(i));
+        missing += !strstr(text, key);
+    }
+    CHECK_EQ(missing, 0);
+    const char *v = strstr(text, "\"alloc_small\":");
+    uint64_t got = v ? strtoull(v + 14, NULL, 10) : 0;
+    CHECK(got >= before && got <= after);
+    CHECK(strstr(text, "\"reconciliation\":{\"in_use_bytes\":") != NULL);
+    sl_free(keep);
+}
+
 static void test_stats_and_purge(void)
 {
     void *ps[1000];
@@ -661,6 +697,7 @@ int main(void)
     test_many_objects();
     test_magazine();
     test_stats_and_purge();
+    test_stats_json();
 #if SL_OVERRIDE
     test_glibc_extensions();
     test_malloc_stats();

@@ -28,6 +28,12 @@ static long parse_long(const char *s, long def)
     return v;
 }
 
+/* "json", or a number (1: the text summary) */
+static long parse_stats(const char *s, long def)
+{
+    return !strcmp(s, "json") ? STATS_JSON : parse_long(s, def);
+}
+
 static long parse_purge(const char *s, long def)
 {
     static const char *const names[] = { [PURGE_FREE] = "free", [PURGE_DONTNEED] = "dontneed", [PURGE_OFF] = "off" };

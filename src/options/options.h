@@ -12,7 +12,8 @@
 #include "../base/common.h"
 
 #define SL_OPTION_LIST(X)                                                                         \
-    X(stats, "SLUICE_STATS", 0, parse_long, "1: print statistics to stderr at exit")                \
+    X(stats, "SLUICE_STATS", STATS_OFF, parse_stats,                                              \
+      "1: print statistics to stderr at exit; json: print them as one JSON object")               \
     X(check, "SLUICE_CHECK", 0, parse_long,                                                         \
       "1: checked mode: canaries, zero fill, quarantine, guard pages (api/checked.c)")             \
     X(purge, "SLUICE_PURGE", PURGE_FREE, parse_purge, "free | dontneed | off: how free memory goes back") \
@@ -36,6 +37,8 @@
     X(teardown_idle_ms, "SLUICE_TEARDOWN_IDLE_MS", 30000, parse_long,                                \
       "ms an idle teardown worker waits for work before it exits")
 
+/* SLUICE_STATS: nothing, the text summary, or one JSON object (sl_stats_json). */
+enum stats_mode { STATS_OFF, STATS_TEXT, STATS_JSON };
 /* SLUICE_PURGE: MADV_FREE then, after the lazy decay, MADV_DONTNEED; or
  * MADV_DONTNEED at once; or nothing (free pageblocks are still unmapped). */
 enum purge_mode { PURGE_FREE, PURGE_DONTNEED, PURGE_OFF };

@@ -8,6 +8,7 @@
 #include "../base/fatal.h"
 #include "../huge/huge.h"
 #include "../meta/meta.h"
+#include "../options/options.h"
 #include "../os/os.h"
 #include "../page/page.h"
 #include "../slab/heap.h"
@@ -103,7 +104,8 @@ static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT], bool smaps)
     gauges(all + STAT_COUNT, smaps);
 }
 
-static void reconcile(int fd, const uint64_t *g);
+struct out;
+static void reconcile(struct out *o, const uint64_t *g);
 
 const char *sl_stat_name(size_t i) { return i < STAT_COUNT + GAUGE_COUNT ? names[i] : NULL; }
 
@@ -118,40 +120,77 @@ uint64_t sl_stat(const char *name)
     return 0;
 }
 
+/* ---- output: a buffer on the stack, written with write(2) when full ------ */
+
+struct out {
+    int fd;
+    size_t n;
+    char buf[512];
+};
+static void out_flush(struct out *o)
+{
+    if (o->n)
+        (void)!write(o->fd, o->buf, o->n);
+    o->n = 0;
+}
+static void out_mem(struct out *o, const char *s, size_t l)
+{
+    while (l) {
+        if (o->n == sizeof o->buf)
+            out_flush(o);
+        size_t k = sizeof o->buf - o->n < l ? sizeof o->buf - o->n : l;
+        memcpy(o->buf + o->n, s, k);
+        o->n += k, s += k, l -= k;
+    }
+}
+static void out_str(struct out *o, const char *s) { out_mem(o, s, strlen(s)); }
+static void out_u64(struct out *o, uint64_t v)
+{
+    char num[24];
+    out_mem(o, num, fmt_u64(num, v));
+}
+static void out_pad(struct out *o, size_t to) /* spaces up to column `to` of a line at buf[0] */
+{
+    while (o->n < to)
+        out_mem(o, " ", 1);
+}
+static void out_mib(struct out *o, const char *label, uint64_t bytes)
+{
+    uint64_t tenths = (bytes * 10 + (1 << 19)) >> 20;
+    char frac[3] = { '.', (char)('0' + tenths % 10), 0 };
+    out_str(o, label);
+    out_u64(o, tenths / 10);
+    out_str(o, frac);
+    out_str(o, " MiB");
+}
+static void out_pct(struct out *o, uint64_t part, uint64_t whole)
+{
+    out_str(o, " (");
+    out_u64(o, whole ? part * 100 / whole : 0);
+    out_str(o, "%)");
+}
+
 void sl_stats_print(int fd)
 {
     uint64_t all[STAT_COUNT + GAUGE_COUNT];
     snapshot(all, true);
-    char line[160];
-    size_t n = 0;
-    const char *head = "sluice statistics\n";
-    (void)!write(fd, head, strlen(head));
+    struct out o = { .fd = fd, .n = 0 };
+    out_str(&o, "sluice statistics\n");
     for (size_t i = 0; i < STAT_COUNT + GAUGE_COUNT; i++) {
-        n = 0;
-        line[n++] = ' ';
-        line[n++] = ' ';
-        size_t len = strlen(names[i]);
-        memcpy(line + n, names[i], len);
-        n += len;
-        while (n < 24)
-            line[n++] = ' ';
+        out_flush(&o); /* a line starts at 0: the padding counts from there */
+        out_str(&o, "  ");
+        out_str(&o, names[i]);
         char num[24];
         size_t d = fmt_u64(num, all[i]);
-        for (size_t pad = d; pad < 14; pad++)
-            line[n++] = ' ';
-        memcpy(line + n, num, d);
-        n += d;
-        line[n++] = ' ';
-        line[n++] = ' ';
-        len = strlen(texts[i]);
-        if (len > sizeof line - n - 1)
-            len = sizeof line - n - 1;
-        memcpy(line + n, texts[i], len);
-        n += len;
-        line[n++] = '\n';
-        (void)!write(fd, line, n);
+        out_pad(&o, 24);
+        out_mem(&o, "              ", d < 14 ? 14 - d : 0); /* the number right-aligned in 14 */
+        out_mem(&o, num, d);
+        out_str(&o, "  ");
+        out_str(&o, texts[i]);
+        out_str(&o, "\n");
     }
-    reconcile(fd, all + STAT_COUNT);
+    reconcile(&o, all + STAT_COUNT);
+    out_flush(&o);
 }
 
 /* ---- reconciliation with the kernel's view ------------------------------ */
@@ -173,94 +212,114 @@ static uint64_t smaps_field(const char *text, const char *key)
     return 0;
 }
 
-struct out {
-    char buf[256];
-    size_t n;
+/* The figures both outputs reconcile: the kernel's (smaps_rollup) and what
+ * sluice holds of them. False if smaps_rollup cannot be read. */
+struct recon {
+    uint64_t rss, lazy_free, anon_huge;
+    uint64_t in_use, headers; /* headers: pageblock headers and sluice's records */
 };
-static void out_str(struct out *o, const char *s)
+static bool recon_get(const uint64_t *g, struct recon *r)
 {
-    size_t l = strlen(s);
-    if (l > sizeof o->buf - o->n)
-        l = sizeof o->buf - o->n;
-    memcpy(o->buf + o->n, s, l);
-    o->n += l;
-}
-static void out_mib(struct out *o, const char *label, uint64_t bytes)
-{
-    char num[32];
-    uint64_t tenths = (bytes * 10 + (1 << 19)) >> 20;
-    size_t d = fmt_u64(num, tenths / 10);
-    num[d++] = '.';
-    num[d++] = (char)('0' + tenths % 10);
-    num[d] = 0;
-    out_str(o, label);
-    out_str(o, num);
-    out_str(o, " MiB");
-}
-static void out_pct(struct out *o, uint64_t part, uint64_t whole)
-{
-    char num[24];
-    size_t d = fmt_u64(num, whole ? part * 100 / whole : 0);
-    num[d] = 0;
-    out_str(o, " (");
-    out_str(o, num);
-    out_str(o, "%)");
-}
-static void out_line(struct out *o, int fd)
-{
-    if (o->n < sizeof o->buf)
-        o->buf[o->n++] = '\n';
-    (void)!write(fd, o->buf, o->n);
-    o->n = 0;
+    char text[4096];
+    if (os_read_file("/proc/self/smaps_rollup", text, sizeof text) <= 0)
+        return false;
+    r->rss = smaps_field(text, "Rss");
+    r->lazy_free = smaps_field(text, "LazyFree");
+    r->anon_huge = smaps_field(text, "AnonHugePages");
+    r->headers = g[GAUGE_blocks] * (uint64_t)BLOCK_HEADER_PAGES * SL_PAGE + g[GAUGE_meta_bytes];
+    r->in_use = g[GAUGE_active_bytes] + g[GAUGE_huge_live_bytes] + r->headers;
+    return true;
 }
 
 /* RSS minus LazyFree is what the process holds; sluice says which part of
  * it is its own (in use, dirty free) and which is lazily freed. */
-static void reconcile(int fd, const uint64_t *g)
+static void reconcile(struct out *o, const uint64_t *g)
 {
-    char text[4096];
-    if (os_read_file("/proc/self/smaps_rollup", text, sizeof text) <= 0)
+    struct recon r;
+    if (!recon_get(g, &r))
         return;
-    uint64_t rss = smaps_field(text, "Rss"), lazy = smaps_field(text, "LazyFree");
-    uint64_t thp = smaps_field(text, "AnonHugePages");
-    uint64_t headers = g[GAUGE_blocks] * (uint64_t)BLOCK_HEADER_PAGES * SL_PAGE;
-    uint64_t held = g[GAUGE_active_bytes] + g[GAUGE_huge_live_bytes] + headers + g[GAUGE_meta_bytes];
-    struct out o = { .n = 0 };
-    out_str(&o, "reconciliation with /proc/self/smaps_rollup");
-    out_line(&o, fd);
-    out_mib(&o, "  kernel: Rss ", rss);
-    out_mib(&o, ", LazyFree ", lazy);
-    out_mib(&o, ", AnonHugePages ", thp);
-    out_mib(&o, "; Rss - LazyFree = ", rss - (lazy < rss ? lazy : rss));
-    out_line(&o, fd);
-    out_mib(&o, "  sluice: in use ", held);
-    out_mib(&o, " (pages ", g[GAUGE_active_bytes]);
-    out_mib(&o, ", huge ", g[GAUGE_huge_live_bytes]);
-    out_mib(&o, ", headers and records at most ", headers + g[GAUGE_meta_bytes]);
-    out_str(&o, ")");
-    out_line(&o, fd);
-    out_mib(&o, "  sluice: free and resident (dirty) ", g[GAUGE_dirty_bytes]);
-    out_mib(&o, ", lazily freed ", g[GAUGE_lazy_bytes]);
-    out_mib(&o, " (the kernel still has ", lazy);
-    out_mib(&o, " of it), clean ", g[GAUGE_clean_bytes]);
-    out_line(&o, fd);
-    out_mib(&o, "  sluice: freed, being torn down: up to ",
+    out_str(o, "reconciliation with /proc/self/smaps_rollup\n");
+    out_mib(o, "  kernel: Rss ", r.rss);
+    out_mib(o, ", LazyFree ", r.lazy_free);
+    out_mib(o, ", AnonHugePages ", r.anon_huge);
+    out_mib(o, "; Rss - LazyFree = ", r.rss - (r.lazy_free < r.rss ? r.lazy_free : r.rss));
+    out_mib(o, "\n  sluice: in use ", r.in_use);
+    out_mib(o, " (pages ", g[GAUGE_active_bytes]);
+    out_mib(o, ", huge ", g[GAUGE_huge_live_bytes]);
+    out_mib(o, ", headers and records at most ", r.headers);
+    out_mib(o, ")\n  sluice: free and resident (dirty) ", g[GAUGE_dirty_bytes]);
+    out_mib(o, ", lazily freed ", g[GAUGE_lazy_bytes]);
+    out_mib(o, " (the kernel still has ", r.lazy_free);
+    out_mib(o, " of it), clean ", g[GAUGE_clean_bytes]);
+    out_mib(o, "\n  sluice: freed, being torn down: up to ",
             g[GAUGE_teardown_pending_bytes] + g[GAUGE_teardown_inflight_bytes]);
-    out_mib(&o, " (queued ", g[GAUGE_teardown_pending_bytes]);
-    out_mib(&o, ", being released ", g[GAUGE_teardown_inflight_bytes]);
-    out_str(&o, ")");
-    out_line(&o, fd);
-    out_mib(&o, "  hugepages (smaps): pageblocks ", g[GAUGE_block_thp_bytes]);
-    out_mib(&o, " of ", g[GAUGE_block_rss_bytes]);
-    out_pct(&o, g[GAUGE_block_thp_bytes], g[GAUGE_block_rss_bytes]);
-    out_mib(&o, ", huge mappings ", g[GAUGE_huge_thp_bytes]);
-    out_mib(&o, " of ", g[GAUGE_huge_rss_bytes]);
-    out_pct(&o, g[GAUGE_huge_thp_bytes], g[GAUGE_huge_rss_bytes]);
-    out_str(&o, " resident");
-    out_line(&o, fd);
-    out_str(&o, "  Rss - LazyFree = sluice in use (touched part) + dirty + in teardown + the program's own");
-    out_str(&o, " (code, libraries, stacks)");
-    out_line(&o, fd);
+    out_mib(o, " (queued ", g[GAUGE_teardown_pending_bytes]);
+    out_mib(o, ", being released ", g[GAUGE_teardown_inflight_bytes]);
+    out_mib(o, ")\n  hugepages (smaps): pageblocks ", g[GAUGE_block_thp_bytes]);
+    out_mib(o, " of ", g[GAUGE_block_rss_bytes]);
+    out_pct(o, g[GAUGE_block_thp_bytes], g[GAUGE_block_rss_bytes]);
+    out_mib(o, ", huge mappings ", g[GAUGE_huge_thp_bytes]);
+    out_mib(o, " of ", g[GAUGE_huge_rss_bytes]);
+    out_pct(o, g[GAUGE_huge_thp_bytes], g[GAUGE_huge_rss_bytes]);
+    out_str(o, " resident\n");
+    out_str(o, "  Rss - LazyFree = sluice in use (touched part) + dirty + in teardown + the program's own");
+    out_str(o, " (code, libraries, stacks)\n");
 }
 
-void stats_print(void) { sl_stats_print(2); }
+/* ---- JSON ----------------------------------------------------------------- */
+
+static void json_member(struct out *o, const char *key, uint64_t v, bool *first)
+{
+    out_str(o, *first ? "\"" : ",\"");
+    *first = false;
+    out_str(o, key);
+    out_str(o, "\":");
+    out_u64(o, v);
+}
+
+/* One object on one line; every name is one of sl_stat_name's or a fixed
+ * reconciliation key (README, "Statistics"): the layout is stable. */
+void sl_stats_json(int fd)
+{
+    uint64_t all[STAT_COUNT + GAUGE_COUNT];
+    snapshot(all, true);
+    const uint64_t *g = all + STAT_COUNT;
+    struct out o = { .fd = fd, .n = 0 };
+    bool first = true;
+    out_str(&o, "{\"version\":1,\"counters\":{");
+    for (size_t i = 0; i < STAT_COUNT; i++)
+        json_member(&o, names[i], all[i], &first);
+    out_str(&o, "},\"gauges\":{");
+    first = true;
+    for (size_t i = STAT_COUNT; i < STAT_COUNT + GAUGE_COUNT; i++)
+        json_member(&o, names[i], all[i], &first);
+    out_str(&o, "}");
+    struct recon r;
+    if (recon_get(g, &r)) {
+        out_str(&o, ",\"kernel\":{");
+        first = true;
+        json_member(&o, "rss_bytes", r.rss, &first);
+        json_member(&o, "lazyfree_bytes", r.lazy_free, &first);
+        json_member(&o, "anon_huge_bytes", r.anon_huge, &first);
+        out_str(&o, "},\"reconciliation\":{");
+        first = true;
+        json_member(&o, "in_use_bytes", r.in_use, &first);
+        json_member(&o, "headers_and_records_bytes", r.headers, &first);
+        json_member(&o, "dirty_bytes", g[GAUGE_dirty_bytes], &first);
+        json_member(&o, "lazy_bytes", g[GAUGE_lazy_bytes], &first);
+        json_member(&o, "clean_bytes", g[GAUGE_clean_bytes], &first);
+        json_member(&o, "teardown_bytes", g[GAUGE_teardown_pending_bytes] + g[GAUGE_teardown_inflight_bytes],
+                    &first);
+        out_str(&o, "}");
+    }
+    out_str(&o, "}\n");
+    out_flush(&o);
+}
+
+void stats_print(void)
+{
+    if (sl_opt.stats == STATS_JSON)
+        sl_stats_json(2);
+    else
+        sl_stats_print(2);
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""SLUICE_STATS=json on a real program: python3 under LD_PRELOAD prints one
+JSON object at exit. A strict parser must accept it; it must hold every
+counter and gauge of the text summary (SLUICE_STATS=1) under the same
+names, the kernel's figures and the reconciliation; and its figures must
+say that sluice served the program (alloc_small) and that the kernel saw
+memory (rss_bytes)."""
+import json
+import os
+import subprocess
+import sys
+
+lib = sys.argv[1]
+prog = ["/usr/bin/python3", "-c", "x = [bytes(600 + i % 3000) for i in range(20000)]; del x"]
+fails = passes = 0
+
+
+def check(cond, what):
+    global fails, passes
+    print(("ok   " if cond else "FAIL ") + what)
+    fails += not cond
+    passes += bool(cond)
+
+
+def under(mode):
+    env = dict(os.environ, LD_PRELOAD=lib, SLUICE_STATS=mode)
+    return subprocess.run(prog, env=env, capture_output=True, text=True, check=True).stderr
+
+
+out = under("json")
+lines = out.splitlines()
+check(len(lines) == 1, f"one line on stderr ({len(lines)})")
+d = json.loads(lines[-1])
+check(d.get("version") == 1, "version 1")
+check(set(d) == {"version", "counters", "gauges", "kernel", "reconciliation"}, f"top-level keys {sorted(d)}")
+text = under("1").splitlines()
+names = [l.split()[0] for l in text[1:] if l.startswith("  ") and len(l.split()) > 2 and l.split()[1].isdigit()]
+json_names = list(d["counters"]) + list(d["gauges"])
+check(names == json_names, f"the same {len(names)} names, in the same order, as the text summary")
+check(all(isinstance(v, int) and v >= 0 for v in list(d["counters"].values()) + list(d["gauges"].values())),
+      "every value a whole number")
+check(d["counters"]["alloc_small"] >= 20000, f"alloc_small {d['counters']['alloc_small']} >= 20000")
+check(d["kernel"]["rss_bytes"] > 0, "kernel rss_bytes > 0")
+r = d["reconciliation"]
+check(set(r) == {"in_use_bytes", "headers_and_records_bytes", "dirty_bytes", "lazy_bytes", "clean_bytes",
+                 "teardown_bytes"}, f"reconciliation keys {sorted(r)}")
+check(r["dirty_bytes"] == d["gauges"]["dirty_bytes"], "reconciliation dirty_bytes is the gauge's")
+print(f"stats_json: {passes} passed, {fails} failed")
+sys.exit(1 if fails else 0)
