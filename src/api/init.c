@@ -128,4 +128,5 @@ __attribute__((destructor)) static void sluice_fini(void)
 {
     if (sl_opt.stats)
         stats_print();
+    stats_publish(true);
 }

@@ -28,6 +28,18 @@ static long parse_long(const char *s, long def)
     return v;
 }
 
+char sl_publish_path[256];
+
+/* a path: kept (1), or too long or empty (0) */
+static long parse_publish(const char *s, long def)
+{
+    size_t n = strlen(s);
+    if (!n || n >= sizeof sl_publish_path - 8) /* room for ".tmp" */
+        return def;
+    memcpy(sl_publish_path, s, n + 1);
+    return 1;
+}
+
 /* "json", or a number (1: the text summary) */
 static long parse_stats(const char *s, long def)
 {

@@ -14,6 +14,9 @@
 #define SL_OPTION_LIST(X)                                                                         \
     X(stats, "SLUICE_STATS", STATS_OFF, parse_stats,                                              \
       "1: print statistics to stderr at exit; json: print them as one JSON object")               \
+    X(publish, "SLUICE_PUBLISH", 0, parse_publish,                                                \
+      "a file path (%p: the process id): the reclaimer writes the statistics there as JSON every " \
+      "tick, and the final ones at exit (the sluice command's timeline; turns the reclaimer on)")   \
     X(check, "SLUICE_CHECK", 0, parse_long,                                                         \
       "1: checked mode: canaries, zero fill, quarantine, guard pages (api/checked.c)")             \
     X(purge, "SLUICE_PURGE", PURGE_FREE, parse_purge, "free | dontneed | off: how free memory goes back") \
@@ -56,6 +59,7 @@ struct sl_options {
 };
 
 extern struct sl_options sl_opt;
+extern char sl_publish_path[256]; /* SLUICE_PUBLISH's value when sl_opt.publish */
 void options_init(void); /* idempotent */
 
 #endif

@@ -372,6 +372,8 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
     heap_unlock();
     if (pc->stats)
         stat_add(pc->stats, STAT_pcache_refill, 1);
+    if (unlikely(sl_opt.publish)) /* a program that only allocates still gets its timeline */
+        purge_maybe();
     return first;
 }
 

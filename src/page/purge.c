@@ -341,8 +341,18 @@ static void burst_in_thread(size_t dirty)
     enforce_cap(dirty, dirty_cap(), UINT64_MAX, false);
 }
 
+/* The hook says false while the reclaimer should wait (a program that is
+ * still single-threaded): asked again on a later slow path. */
+static void start_reclaimer(void)
+{
+    if (start_hook && !ld_relaxed(&hook_fired) && !atomic_exchange(&hook_fired, 1) && !start_hook())
+        st_relaxed(&hook_fired, 0);
+}
+
 void purge_maybe(void)
 {
+    if (sl_opt.publish) /* SLUICE_PUBLISH: the reclaimer writes the statistics from the start */
+        start_reclaimer();
     if (sl_opt.purge == PURGE_OFF)
         return;
     size_t dirty = ld_relaxed(&heap.dirty_pages);
@@ -357,10 +367,7 @@ void purge_maybe(void)
         atomic_compare_exchange_strong_explicit(&last_decay_ms, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed))
         decay(now, false, false);
-    /* the hook says false while the reclaimer should wait (a program that
-     * is still single-threaded): asked again on a later slow path */
-    if (start_hook && !ld_relaxed(&hook_fired) && !atomic_exchange(&hook_fired, 1) && !start_hook())
-        st_relaxed(&hook_fired, 0);
+    start_reclaimer();
 }
 
 sl_lock *purge_fork_lock(void) { return &purge_lock; }

@@ -43,6 +43,7 @@
 #define IDLE_SLEEP_MS     1000 /* nothing to decay: look again this often */
 #define PRESSURE_PSI      10   /* percent of time stalled on memory (avg10) */
 #define PRESSURE_EVERY_MS 100
+#define PUBLISH_EVERY_MS  100  /* SLUICE_PUBLISH: a tick at least this often */
 
 static _Atomic int running;
 static _Atomic int kicked; /* futex word: a big free ends an idle sleep */
@@ -193,6 +194,8 @@ static void *reclaimer_main(void *arg)
         long t = sl_opt.dirty_decay_ms < sl_opt.lazy_decay_ms ? sl_opt.dirty_decay_ms : sl_opt.lazy_decay_ms;
         t /= 4;
         uint64_t tick = t < 10 ? 10 : t > 1000 ? 1000 : (uint64_t)t;
+        if (sl_opt.publish && tick > PUBLISH_EVERY_MS)
+            tick = PUBLISH_EVERY_MS;
         wait_ms(tick);
         st_relaxed(&kicked, 0); /* a kick only ends an idle sleep: the cap waits out its grace */
         uint64_t now = os_now_ms();
@@ -211,7 +214,8 @@ static void *reclaimer_main(void *arg)
         page_purge_decay(now, pressure);
         huge_purge_decay(now, pressure);
         stat_add_shared(STAT_reclaimer_runs, 1);
-        if (!page_purge_pending())
+        stats_publish(false);
+        if (!page_purge_pending() && !sl_opt.publish)
             wait_ms(IDLE_SLEEP_MS);
     }
     return NULL;
@@ -219,9 +223,10 @@ static void *reclaimer_main(void *arg)
 
 static bool reclaimer_start(void)
 {
-    if (sl_opt.purge == PURGE_OFF || sl_opt.reclaimer == BG_OFF)
+    /* SLUICE_PUBLISH asks for the thread: it writes the statistics */
+    if (!sl_opt.publish && (sl_opt.purge == PURGE_OFF || sl_opt.reclaimer == BG_OFF))
         return true; /* never */
-    if (sl_opt.reclaimer == BG_AUTO && os_single_threaded())
+    if (!sl_opt.publish && sl_opt.reclaimer == BG_AUTO && os_single_threaded())
         return false; /* not yet: ask again on a later slow path */
     if (atomic_exchange(&running, 1))
         return true;

@@ -279,10 +279,10 @@ static void json_member(struct out *o, const char *key, uint64_t v, bool *first)
 
 /* One object on one line; every name is one of sl_stat_name's or a fixed
  * reconciliation key (README, "Statistics"): the layout is stable. */
-void sl_stats_json(int fd)
+void stats_json(int fd, bool smaps)
 {
     uint64_t all[STAT_COUNT + GAUGE_COUNT];
-    snapshot(all, true);
+    snapshot(all, smaps);
     const uint64_t *g = all + STAT_COUNT;
     struct out o = { .fd = fd, .n = 0 };
     bool first = true;
@@ -315,6 +315,8 @@ void sl_stats_json(int fd)
     out_str(&o, "}\n");
     out_flush(&o);
 }
+
+void sl_stats_json(int fd) { stats_json(fd, true); }
 
 void stats_print(void)
 {

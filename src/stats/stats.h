@@ -97,5 +97,12 @@ sl_inline void stat_madvise(bool lazy, uint64_t bytes)
 }
 
 void stats_print(void); /* text summary to stderr, write(2) only */
+/* sl_stats_json, with the smaps gauges (which walk every page table) read
+ * or left 0. */
+void stats_json(int fd, bool smaps);
+/* SLUICE_PUBLISH (publish.c): write the statistics to the option's path
+ * (%p: the process id) through a temporary file and rename, so a reader
+ * never sees half of them. final: at exit, with the smaps gauges. */
+void stats_publish(bool final);
 
 #endif
