@@ -29,7 +29,7 @@ run: all
 # Every test: the normal build (units, API, threads, fork, death, OOM, real
 # programs, fault injection), then the sl_ API tests under UBSan and the
 # multi-threaded ones under ThreadSanitizer, then the fuzzer's corpus and a
-# short fuzzing run (clang).
+# short fuzzing run (clang), then the Rust crate's tests (when cargo is here).
 test: all build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja
 	cd $(BUILD) && ctest --output-on-failure
 	cmake --build build-ubsan
@@ -38,6 +38,9 @@ test: all build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure
 	cmake --build build-fuzz
 	cd build-fuzz && ctest --output-on-failure
+	@if command -v cargo >/dev/null 2>&1; then \
+	  echo "cargo test (bindings/rust)"; cd bindings/rust && CARGO_TARGET_DIR=$(CURDIR)/build/rust cargo test; \
+	else echo "cargo not found: the Rust crate's tests (bindings/rust) are not run"; fi
 
 # Fuzz for FUZZ_SECONDS (default 600); new inputs go to build-fuzz/new,
 # crashes to build-fuzz/crash-*. Keep a finding: copy it into
