@@ -5,13 +5,11 @@
 set -u
 BUILD=${1:?the build tree}
 SRC=$(cd "$(dirname "$0")/cmake_package" && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-pass=0 fail=0
+. "$(dirname "$0")/harness.sh"
+WORK=$W
 step() { # name command...
   local name=$1; shift
-  if "$@" >"$WORK/log" 2>&1; then echo "ok   $name"; pass=$((pass + 1));
-  else echo "FAIL $name"; tail -20 "$WORK/log"; fail=$((fail + 1)); fi
+  if "$@" >"$WORK/log" 2>&1; then ok "$name"; else bad "$name"; tail -20 "$WORK/log"; fi
 }
 step install cmake --install "$BUILD" --prefix "$WORK/prefix"
 step config-installed bash -c "find '$WORK/prefix' -name sluiceConfig.cmake | grep -q ."
@@ -21,5 +19,4 @@ step run-shared "$WORK/b/with_shared"
 step run-static "$WORK/b/with_static"
 # the shared program loads the installed library, not the build tree's
 step rpath-installed bash -c "ldd '$WORK/b/with_shared' | grep -q '$WORK/prefix/.*libsluice.so'"
-echo "cmake_package: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish cmake_package

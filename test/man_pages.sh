@@ -6,11 +6,7 @@
 set -u
 BUILD=${1:?the build tree}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+. "$(dirname "$0")/harness.sh"
 
 python3 "$ROOT/tools/man.py" "$W/fresh" "$BUILD/sluice"
 for p in sluice.1 sluice.3; do
@@ -32,5 +28,4 @@ for opt in --interval --json --plot --compare; do
   grep -q -- "$opt" "$W/sluice.1.txt" || missing="$missing $opt"
 done
 [ -z "$missing" ] && ok "sluice(1) names every option" || bad "sluice(1) lacks:$missing"
-echo "man_pages: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish man_pages

@@ -6,11 +6,7 @@
 # a crash (signal passed on) and an exit status passed on.
 set -u
 SLUICE=${1:?path to build/sluice}
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+. "$(dirname "$0")/harness.sh"
 expect() { # name wanted-status stderr-pattern command...
   local name=$1 want=$2 pat=$3; shift 3
   "$@" >"$W/out" 2>"$W/err"
@@ -69,5 +65,4 @@ if $PYTHON -c "import matplotlib" 2>/dev/null; then
 else
   expect "plot without matplotlib refused" 2 "needs matplotlib" "$SLUICE" run --plot "$W/m.png" -- /bin/true
 fi
-echo "sluice_cmd: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish sluice_cmd
