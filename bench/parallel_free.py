@@ -83,22 +83,25 @@ def main():
         later = statistics.median(x["free_us"] for r in procs for x in r[1:])
         backs = [x["back_ms"] for r in procs for x in r]
         back = None if any(b < 0 for b in backs) else statistics.median(backs)
-        return first, later, back
+        ctl = statistics.median(x.get("ctl_us", float("nan")) for r in procs for x in r)
+        return first, later, back, ctl
 
     lines = ["Free of a huge buffer, every page touched (`python3 bench/parallel_free.py`; 3 interleaved "
              "processes per row, 3 frees each, 2 for 16 GiB; medians). free: what free() costs the caller, "
              "the first free of a process (which may start threads) apart; back: until VmRSS is under a "
-             "tenth of the buffer; ratio: back against glibc's in the same run.\n",
-             "| allocator | GiB | pages | first free (µs) | later frees (µs) | back (ms) | back / glibc |",
-             "|---|---|---|---|---|---|---|"]
+             "tenth of the buffer; ratio: back against glibc's in the same run; control: one store to each "
+             "of 4096 cache lines, timed just before the free (the machine's cost of touching that many "
+             "lines right after the touch loop, which the free pays too).\n",
+             "| allocator | GiB | pages | first free (µs) | later frees (µs) | back (ms) | back / glibc | control (µs) |",
+             "|---|---|---|---|---|---|---|---|"]
     for g in sizes:
         for p in PAGES:
             glibc_back = stats("glibc", g, p)[2]
             for name, _, _ in cfgs:
-                first, later, back = stats(name, g, p)
+                first, later, back, ctl = stats(name, g, p)
                 ratio = f"{back / glibc_back:.2f}" if back is not None and glibc_back else "—"
                 back_s = f"{back:.1f}" if back is not None else "never"
-                lines.append(f"| {name} | {g} | {p} | {first:.0f} | {later:.0f} | {back_s} | {ratio} |")
+                lines.append(f"| {name} | {g} | {p} | {first:.0f} | {later:.0f} | {back_s} | {ratio} | {ctl:.0f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     with open(os.path.join(outdir, "parallel_free.md"), "w") as f:
