@@ -328,8 +328,8 @@ static void *pcache_pop(struct page_cache *pc, int ct, unsigned n)
  * to a quarter longer whole (its head keeps its real length: usable size,
  * resize and free all see it) saves a trip to the shared heap and a buddy
  * split and merge. Measured on 1000 live runs of 32-256 KiB replaced at
- * random (callgrind, /tmp/band 32768 262144 100000): 1,205 -> 800
- * instructions per replacement, page-heap refills 136,629 -> 68,603. */
+ * random (callgrind, bench_sizes 0.5 4 less bench_sizes 0.25 4): 1,222 ->
+ * 789 instructions per replacement; page-heap refills halved. */
 static unsigned pcache_fit(struct page_cache *pc, int ct, unsigned n)
 {
     if (ct != 1 || n < 8 || n >= PCACHE_MAX_PAGES)
