@@ -27,6 +27,10 @@
     X(reclaimer, "SLUICE_RECLAIMER", BG_AUTO, parse_reclaimer,                               \
       "auto | on | off: the background reclaimer thread starts once the program has threads of its "  \
       "own (auto), whenever there is memory to decay (on), or never (off)")                      \
+    X(heap_limit, "SLUICE_HEAP_LIMIT", 0, parse_bytes,                                             \
+      "bytes of pageblocks (K, M, G, T suffixes) past which a type short of room takes a piece of " \
+      "another type's block before a new one is mapped; default the cgroup's memory.high or "      \
+      "memory.max, else none")                                                                      \
     X(teardown, "SLUICE_TEARDOWN", BG_AUTO, parse_teardown,                                          \
       "auto | on | off (or 1 | 0): free of a big range returns at once and teardown workers release " \
       "it, once the program has threads of its own (auto), always (on), or never: the caller does")  \

@@ -222,8 +222,44 @@ static struct block *find_in_type(enum pb_type type, unsigned order)
     return NULL;
 }
 
-/* Find a block of `type` with a free chunk of `order`, following the
- * fallback rules. Lock held. */
+void page_set_budget(size_t bytes)
+{
+    lock_acquire(&heap.lock);
+    heap.budget = bytes;
+    heap_unlock();
+}
+
+/* Would one more pageblock take the heap past its budget? (lock held) */
+static bool over_budget(void) { return heap.budget && (heap.nblocks + 1) * SL_BLOCK > heap.budget; }
+
+/* A piece of another type's block with a free chunk of `order`, in the
+ * fallback table's order: an external fragmentation event, serious when a
+ * SLAB or RECLAIM piece lands in a RUN block. A block at least half free
+ * is re-typed (the kernel's steal_suitable_fallback): the stealing type
+ * will fill it, and the runs it still holds keep their own kind (a run's
+ * head says what it is; cache_stack keeps it out of the wrong cache).
+ * Lock held; NULL if no other type has room. */
+static struct block *block_fallback(enum pb_type type, unsigned order)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        enum pb_type other = fallbacks[type][i];
+        struct block *b = find_in_type(other, order);
+        if (!b)
+            continue;
+        stat_add(stats_global, STAT_extfrag, 1);
+        if (other == PB_RUN && type != PB_RUN)
+            stat_add(stats_global, STAT_extfrag_serious, 1);
+        if (b->free_pages >= BLOCK_USABLE_PAGES / 2) {
+            list_unlink(b);
+            set_type(b, type);
+        }
+        return b;
+    }
+    return NULL;
+}
+
+/* Find a block of `type` with a free chunk of `order`, in the order of
+ * page.h. Lock held. */
 static struct block *find_block(enum pb_type type, unsigned order)
 {
     struct block *b = find_in_type(type, order);
@@ -236,22 +272,12 @@ static struct block *find_block(enum pb_type type, unsigned order)
         stat_add(stats_global, STAT_block_steal, 1);
         return b;
     }
-    b = block_new(type);
-    if (b)
+    bool over = over_budget();
+    if (!over && (b = block_new(type)))
         return b;
-    for (unsigned i = 0; i < 2; i++) {
-        enum pb_type other = fallbacks[type][i];
-        b = find_in_type(other, order);
-        if (!b)
-            continue;
-        stat_add(stats_global, STAT_extfrag, 1);
-        if (b->free_pages >= BLOCK_USABLE_PAGES / 2) {
-            list_unlink(b);
-            set_type(b, type);
-        }
+    if ((b = block_fallback(type, order)))
         return b;
-    }
-    return NULL;
+    return over ? block_new(type) : NULL;
 }
 
 /* Take a run of n pages aligned to 2^align_order pages; *clean says
@@ -508,6 +534,7 @@ void page_gauges(struct page_gauges *g)
     g->free_pages += heap.nfree_blocks * BLOCK_USABLE_PAGES;
     g->dirty_pages = heap.dirty_pages;
     g->lazy_pages = heap.lazy_pages;
+    g->budget = heap.budget;
     heap_unlock();
 }
 

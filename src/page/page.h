@@ -6,9 +6,14 @@
  * (type PB_FREE). Allocation order for type t (the fallback table in page.c):
  *   1. t's own blocks, fullest bucket first (sparse blocks drain)
  *   2. a whole free pageblock, re-typed to t
- *   3. a new pageblock from the OS
- *   4. a piece of another type's block: an external fragmentation event;
- *      taking from a block that is at least half free re-types it.
+ *   3. a new pageblock from the OS, while the heap is within its budget
+ *      (page_set_budget: SLUICE_HEAP_LIMIT, or the cgroup's limit)
+ *   4. a piece of another type's block: an external fragmentation event
+ *      (a serious one when a SLAB or RECLAIM piece lands in a RUN block:
+ *      long-lived objects then pin a block of transient buffers); taking
+ *      from a block that is at least half free re-types it
+ *   5. past the budget with no piece to take: a new pageblock all the same
+ *      (ENOMEM only where the kernel refuses the mapping).
  *
  * Lock order: page_heap.lock is a leaf (nothing else is taken under it).
  */
@@ -48,9 +53,15 @@ void page_cache_drain(struct page_cache *pc);
  * stay mapped, unused, in this process) rather than trust it. */
 void page_cache_forget(struct page_cache *pc);
 
+/* The heap budget in bytes of pageblocks, the user-space twin of the
+ * kernel's finite memory: within it a type short of room maps a new block,
+ * beyond it it falls back to a piece of another type's block first.
+ * 0: no budget (the default without SLUICE_HEAP_LIMIT or a cgroup limit). */
+void page_set_budget(size_t bytes);
+
 /* Gauges for the stats, taken under the lock. */
 struct page_gauges {
-    size_t blocks, free_blocks, free_pages, dirty_pages, lazy_pages;
+    size_t blocks, free_blocks, free_pages, dirty_pages, lazy_pages, budget;
     size_t blocks_by_type[PB_NTYPES];
 };
 void page_gauges(struct page_gauges *g);

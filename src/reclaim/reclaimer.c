@@ -244,7 +244,29 @@ static bool reclaimer_kick(void)
     return true;
 }
 
-void reclaimer_init(void) { page_set_reclaimer_hooks(reclaimer_start, reclaimer_kick); }
+/* The heap budget: SLUICE_HEAP_LIMIT, else the lower of the cgroup's two
+ * limits (memory.high and memory.max, or v1's soft and hard limits), else
+ * none. Read once, at load: a limit changed later is not followed. */
+static void budget_init(void)
+{
+    uint64_t limit = (uint64_t)sl_opt.heap_limit, v;
+    if (!limit) {
+        find_cgroup();
+        limit = UINT64_MAX;
+        for (int i = CG_LIMIT0; i <= CG_LIMIT1; i++)
+            if (read_u64(i, &v) && v < limit)
+                limit = v;
+        if (limit >= (uint64_t)1 << 62) /* "max", or v1's page-rounded LONG_MAX: no limit */
+            limit = 0;
+    }
+    page_set_budget((size_t)limit);
+}
+
+void reclaimer_init(void)
+{
+    page_set_reclaimer_hooks(reclaimer_start, reclaimer_kick);
+    budget_init();
+}
 void reclaimer_fork_child(void)
 {
     st_relaxed(&running, 0);

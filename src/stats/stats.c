@@ -25,6 +25,7 @@ stat_counters stats_global;
     X(blocks_reclaim, "pageblocks typed RECLAIM")                             \
     X(blocks_run, "pageblocks typed RUN")                                     \
     X(blocks_free, "pageblocks wholly free")                                  \
+    X(budget_bytes, "heap budget: pageblock bytes before fallback (0: none)")  \
     X(free_page_bytes, "bytes in free pages of mapped pageblocks")            \
     X(active_bytes, "bytes in pages of pageblocks handed out (slabs, runs)")  \
     X(dirty_bytes, "free bytes still resident, not advised")                  \
@@ -75,6 +76,7 @@ static void gauges(uint64_t g[GAUGE_COUNT], bool smaps)
     g[GAUGE_blocks_reclaim] = pg.blocks_by_type[PB_RECLAIM];
     g[GAUGE_blocks_run] = pg.blocks_by_type[PB_RUN];
     g[GAUGE_blocks_free] = pg.blocks_by_type[PB_FREE];
+    g[GAUGE_budget_bytes] = pg.budget;
     g[GAUGE_free_page_bytes] = (uint64_t)pg.free_pages << SL_PAGE_SHIFT;
     g[GAUGE_active_bytes] = ((uint64_t)pg.blocks * BLOCK_USABLE_PAGES - pg.free_pages) << SL_PAGE_SHIFT;
     g[GAUGE_dirty_bytes] = ((uint64_t)pg.dirty_pages << SL_PAGE_SHIFT) + hg.dirty_bytes;

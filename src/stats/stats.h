@@ -29,6 +29,7 @@
     X(block_unmap, "pageblocks unmapped")                                     \
     X(block_steal, "whole free pageblocks taken by another type")             \
     X(extfrag, "external fragmentation events")                               \
+    X(extfrag_serious, "of them, a SLAB or RECLAIM piece in a RUN block")      \
     X(huge_map, "huge mappings made")                                         \
     X(huge_unmap, "huge mappings unmapped")                                   \
     X(huge_reuse, "huge allocations served from the huge cache")              \
