@@ -76,6 +76,14 @@ SL_API size_t sl_cache_alloc_bulk(sl_cache_t *c, size_t n, void **out);
 SL_API void sl_cache_free_bulk(sl_cache_t *c, size_t n, void **objs);
 SL_API size_t sl_cache_shrink(sl_cache_t *c);
 SL_API void sl_cache_destroy(sl_cache_t *c);
+/* The cache's shrinker (the kernel's, for a cache whose owner can give
+ * objects back, such as one created SL_CACHE_RECLAIMABLE): fn is asked to
+ * free up to `want` objects of the cache (with sl_cache_free) and returns
+ * how many it freed. sl_purge() asks every cache that has one, with want =
+ * SIZE_MAX, before it gives memory back. NULL removes it;
+ * sl_cache_destroy forgets it. fn runs on the thread that called
+ * sl_purge and must not create or destroy caches. */
+SL_API void sl_cache_set_reclaim(sl_cache_t *c, size_t (*fn)(sl_cache_t *c, size_t want));
 
 /* Release all free memory now: collect remote frees, return empty slabs and
  * cached pages, make every free page clean (MADV_DONTNEED, whatever

@@ -226,6 +226,78 @@ static void test_reclaimable(void)
 
 /* ---- bulk ---------------------------------------------------------------- */
 
+/* sl_cache_set_reclaim: the shrinker of a cache whose owner keeps objects
+ * it could give back (a user-side free list). sl_purge asks it with want =
+ * SIZE_MAX; it frees and says how many; the counters agree. Removed with
+ * NULL, forgotten by sl_cache_destroy: not asked again. A shrinker set and
+ * removed on one thread while another calls sl_purge is seen whole. */
+enum { HELD = 1000 };
+static void *held[HELD];
+static size_t nheld, asked, last_want;
+
+static size_t give_back(sl_cache_t *c, size_t want)
+{
+    asked++;
+    last_want = want;
+    size_t n = 0;
+    while (nheld && n < want) {
+        sl_cache_free(c, held[--nheld]);
+        n++;
+    }
+    return n;
+}
+
+static _Atomic int toggling;
+static sl_cache_t *toggle_cache;
+static size_t nothing_back(sl_cache_t *c, size_t want)
+{
+    (void)want;
+    CHECK(c == toggle_cache);
+    return 0;
+}
+
+static void *toggler(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&toggling)) {
+        sl_cache_set_reclaim(toggle_cache, nothing_back);
+        sl_cache_set_reclaim(toggle_cache, NULL);
+    }
+    return NULL;
+}
+
+static void test_set_reclaim(void)
+{
+    sl_cache_t *c = sl_cache_create("held", 200, 0, SL_CACHE_RECLAIMABLE, NULL);
+    CHECK(c != NULL);
+    for (nheld = 0; nheld < HELD; nheld++)
+        held[nheld] = sl_cache_alloc(c);
+    uint64_t calls = sl_stat("reclaim_calls"), objects = sl_stat("reclaim_objects");
+    sl_cache_set_reclaim(c, give_back);
+    sl_purge();
+    CHECK_EQ(asked, 1);
+    CHECK(last_want == SIZE_MAX);
+    CHECK_EQ(nheld, 0);
+    CHECK_EQ(sl_stat("reclaim_calls"), calls + 1);
+    CHECK_EQ(sl_stat("reclaim_objects"), objects + HELD);
+    sl_cache_set_reclaim(c, NULL);
+    sl_purge();
+    CHECK_EQ(asked, 1);
+    sl_cache_set_reclaim(c, give_back);
+    sl_cache_destroy(c);
+    sl_purge();
+    CHECK_EQ(asked, 1);
+    toggle_cache = sl_cache_create("toggled", 64, 0, 0, NULL);
+    atomic_store(&toggling, 1);
+    pthread_t t;
+    pthread_create(&t, NULL, toggler, NULL);
+    for (int i = 0; i < 200; i++)
+        sl_purge();
+    atomic_store(&toggling, 0);
+    pthread_join(t, NULL);
+    sl_cache_destroy(toggle_cache);
+}
+
 static void test_bulk(void)
 {
     static void *objs[100000];
@@ -393,6 +465,7 @@ int main(void)
     test_ctor_reentrant();
     test_shrink_destroy();
     test_reclaimable();
+    test_set_reclaim();
     test_bulk();
     test_threads();
     test_fork();

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "../cache/cache.h"
 #include "../huge/huge.h"
 #include "../page/page.h"
 #include "../slab/heap.h"
@@ -18,6 +19,7 @@ void sl_purge(void)
 {
     if (sl_checked)
         checked_flush();
+    cache_reclaim_all(SIZE_MAX); /* the caches' owners give objects back first */
     page_gather_begin(); /* free pageblocks go back together */
     heap_collect_all();
     page_purge_all();

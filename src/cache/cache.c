@@ -12,7 +12,9 @@
  *   - pageblocks of type RECLAIM for SL_CACHE_RECLAIMABLE caches;
  *   - checks that an object goes back to the cache it came from;
  *   - shrink (give back empty slabs) and destroy (give back every slab,
- *     live objects included: an arena reset).
+ *     live objects included: an arena reset);
+ *   - a shrinker (sl_cache_set_reclaim): the owner's callback that gives
+ *     objects back when sl_purge asks (cache_reclaim_all).
  * free() and sl_free_bulk() accept cache objects too, as kfree() does.
  *
  * Using a cache after sl_cache_destroy, or from one thread while another
@@ -243,12 +245,50 @@ size_t sl_cache_shrink(sl_cache_t *c)
     return bytes;
 }
 
+/* Shrinkers by user cache id (id - SL_NCLASSES). The cache pointer is
+ * published before the function, and a reader loads the function first,
+ * so a shrinker set on one thread while sl_purge runs on another is seen
+ * whole or not at all. Destroying a cache while sl_purge runs is undefined,
+ * as every use of a cache being destroyed is. */
+typedef size_t (*shrinker_fn)(sl_cache_t *, size_t);
+static struct {
+    _Atomic(sl_cache_t *) cache;
+    _Atomic(shrinker_fn) fn;
+} shrinkers[SL_NIDS - SL_NCLASSES];
+
+void sl_cache_set_reclaim(sl_cache_t *c, shrinker_fn fn)
+{
+    if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
+        cache_dead(c, "sl_cache_set_reclaim on");
+    unsigned i = c->id - SL_NCLASSES;
+    atomic_store_explicit(&shrinkers[i].fn, NULL, memory_order_release);
+    atomic_store_explicit(&shrinkers[i].cache, fn ? c : NULL, memory_order_release);
+    atomic_store_explicit(&shrinkers[i].fn, fn, memory_order_release);
+}
+
+size_t cache_reclaim_all(size_t want)
+{
+    size_t freed = 0;
+    for (unsigned i = 0; i < SL_NIDS - SL_NCLASSES; i++) {
+        shrinker_fn fn = atomic_load_explicit(&shrinkers[i].fn, memory_order_acquire);
+        sl_cache_t *c = fn ? atomic_load_explicit(&shrinkers[i].cache, memory_order_acquire) : NULL;
+        if (!c)
+            continue;
+        size_t n = fn(c, want);
+        stat_add_shared(STAT_reclaim_calls, 1);
+        stat_add_shared(STAT_reclaim_objects, n);
+        freed += n;
+    }
+    return freed;
+}
+
 void sl_cache_destroy(sl_cache_t *c)
 {
     if (!c)
         return;
     if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
         cache_dead(c, "sl_cache_destroy of");
+    sl_cache_set_reclaim(c, NULL);
     uint64_t live;
     page_gather_begin(); /* its pageblocks go back together */
     heap_id_close(c->id, &live);

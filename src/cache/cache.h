@@ -1,4 +1,4 @@
-/* cache.h — the object-cache layer's entry points for the bulk layer. */
+/* cache.h — the object-cache layer's entry points for the bulk and api layers. */
 #ifndef SL_CACHE_H
 #define SL_CACHE_H
 
@@ -6,6 +6,9 @@
 
 /* Free p to cache id, validating everything; reports and aborts on misuse. */
 void cache_free_id(unsigned id, void *p);
+/* Ask every cache's shrinker (sl_cache_set_reclaim) to free up to `want`
+ * objects; the objects they say they freed. sl_purge calls it. */
+size_t cache_reclaim_all(size_t want);
 /* Report that p (live; of slab s, or NULL if not a slab object) was freed
  * to cache id it does not belong to, and abort. */
 _Noreturn void cache_wrong_free(unsigned id, struct slab *s, const void *p);

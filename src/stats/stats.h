@@ -42,6 +42,8 @@
     X(cache_destroy, "object caches destroyed")                               \
     X(cache_destroy_live, "live objects released by sl_cache_destroy")        \
     X(cache_shrink_bytes, "bytes returned by sl_cache_shrink")                \
+    X(reclaim_calls, "cache shrinkers called (sl_cache_set_reclaim)")          \
+    X(reclaim_objects, "objects the shrinkers said they freed")               \
     X(madv_free_calls, "madvise(MADV_FREE) calls: dirty -> lazy")              \
     X(madv_free_bytes, "bytes advised MADV_FREE")                             \
     X(madv_dontneed_calls, "madvise(MADV_DONTNEED) calls: -> clean")           \
