@@ -80,9 +80,14 @@ SL_API void sl_cache_destroy(sl_cache_t *c);
  * objects back, such as one created SL_CACHE_RECLAIMABLE): fn is asked to
  * free up to `want` objects of the cache (with sl_cache_free) and returns
  * how many it freed. sl_purge() asks every cache that has one, with want =
- * SIZE_MAX, before it gives memory back. NULL removes it;
- * sl_cache_destroy forgets it. fn runs on the thread that called
- * sl_purge and must not create or destroy caches. */
+ * SIZE_MAX, before it gives memory back; under a heap budget the
+ * watermark boost asks for the objects of a few pageblocks, from the
+ * reclaimer thread (SLUICE_BOOST). So fn may run on sluice's reclaimer
+ * thread: a program that forks while holding the lock fn takes should
+ * take that lock in a pthread_atfork handler, as for its own threads.
+ * One call of a given fn at a time. NULL removes it, and returns once no
+ * call of the old fn is running; sl_cache_destroy forgets it the same
+ * way. fn must not create or destroy caches, nor set another shrinker. */
 SL_API void sl_cache_set_reclaim(sl_cache_t *c, size_t (*fn)(sl_cache_t *c, size_t want));
 
 /* Release all free memory now: collect remote frees, return empty slabs and

@@ -33,6 +33,7 @@
 #include <stdbool.h>
 
 #include "../base/lock.h"
+#include "../cache/cache.h"
 #include "../huge/huge.h"
 #include "../meta/meta.h"
 #include "../options/options.h"
@@ -105,6 +106,7 @@ static void fork_child(void)
     reclaimer_fork_child();
     teardown_fork_child();
     heap_fork_child();
+    cache_fork_child();
     st_relaxed(&lock_fork_active, 0);
     if (stdio_locked)
         _IO_list_resetlock();

@@ -30,6 +30,7 @@
 #include "../base/fatal.h"
 #include "../bulk/bulk.h"
 #include "../meta/meta.h"
+#include "../os/os.h"
 #include "../slab/heap.h"
 #include "sluice.h"
 
@@ -130,6 +131,7 @@ static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
         errno = ENOMEM;
         return NULL;
     }
+    heap_boost_check(h);
     struct slab *s = heap_refill(h, c->id);
     if (!s) {
         errno = ENOMEM;
@@ -245,41 +247,68 @@ size_t sl_cache_shrink(sl_cache_t *c)
     return bytes;
 }
 
-/* Shrinkers by user cache id (id - SL_NCLASSES). The cache pointer is
- * published before the function, and a reader loads the function first,
- * so a shrinker set on one thread while sl_purge runs on another is seen
- * whole or not at all. Destroying a cache while sl_purge runs is undefined,
- * as every use of a cache being destroyed is. */
+/* Shrinkers by user cache id (id - SL_NCLASSES), called by sl_purge on
+ * the caller's thread and by the watermark boost on the reclaimer's
+ * (reclaim/boost.c). One caller at a time per shrinker: `busy` is taken
+ * with an exchange, and a caller that finds it taken skips the cache (the
+ * other caller is reclaiming it already). Removing a shrinker (NULL, or
+ * sl_cache_destroy) waits until no call of it is running, unless the
+ * remover is that call itself; so after sl_cache_set_reclaim(c, NULL)
+ * returns, fn is not running and will not be called. The cache pointer
+ * is published before the function and read after it, so a shrinker set
+ * while another thread calls them is seen whole or not at all. busy is
+ * cleared in a fork child: the call it marked is not running there. */
 typedef size_t (*shrinker_fn)(sl_cache_t *, size_t);
 static struct {
     _Atomic(sl_cache_t *) cache;
     _Atomic(shrinker_fn) fn;
+    _Atomic int busy;
 } shrinkers[SL_NIDS - SL_NCLASSES];
+static __thread int shrinker_running = -1; /* the shrinker this thread is in */
 
 void sl_cache_set_reclaim(sl_cache_t *c, shrinker_fn fn)
 {
     if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
         cache_dead(c, "sl_cache_set_reclaim on");
     unsigned i = c->id - SL_NCLASSES;
-    atomic_store_explicit(&shrinkers[i].fn, NULL, memory_order_release);
+    atomic_store_explicit(&shrinkers[i].fn, NULL, memory_order_seq_cst);
+    if (shrinker_running != (int)i)
+        while (atomic_load_explicit(&shrinkers[i].busy, memory_order_seq_cst))
+            os_futex_wait_ms(&shrinkers[i].busy, 1, 1); /* a shrinker call is short: poll */
     atomic_store_explicit(&shrinkers[i].cache, fn ? c : NULL, memory_order_release);
     atomic_store_explicit(&shrinkers[i].fn, fn, memory_order_release);
 }
 
-size_t cache_reclaim_all(size_t want)
+size_t cache_reclaim_all(size_t bytes)
 {
     size_t freed = 0;
     for (unsigned i = 0; i < SL_NIDS - SL_NCLASSES; i++) {
-        shrinker_fn fn = atomic_load_explicit(&shrinkers[i].fn, memory_order_acquire);
-        sl_cache_t *c = fn ? atomic_load_explicit(&shrinkers[i].cache, memory_order_acquire) : NULL;
-        if (!c)
+        if (!atomic_load_explicit(&shrinkers[i].fn, memory_order_relaxed) ||
+            atomic_exchange_explicit(&shrinkers[i].busy, 1, memory_order_seq_cst))
             continue;
-        size_t n = fn(c, want);
-        stat_add_shared(STAT_reclaim_calls, 1);
-        stat_add_shared(STAT_reclaim_objects, n);
-        freed += n;
+        /* after busy: a remover that cleared fn before we set busy is seen here */
+        shrinker_fn fn = atomic_load_explicit(&shrinkers[i].fn, memory_order_seq_cst);
+        sl_cache_t *c = fn ? atomic_load_explicit(&shrinkers[i].cache, memory_order_acquire) : NULL;
+        if (c) {
+            size_t size = slab_geom[SL_NCLASSES + i].size;
+            size_t want = bytes == SIZE_MAX ? SIZE_MAX : bytes / size ? bytes / size : 1;
+            int outer = shrinker_running;
+            shrinker_running = (int)i;
+            size_t n = fn(c, want);
+            shrinker_running = outer;
+            stat_add_shared(STAT_reclaim_calls, 1);
+            stat_add_shared(STAT_reclaim_objects, n);
+            freed += n;
+        }
+        atomic_store_explicit(&shrinkers[i].busy, 0, memory_order_release);
     }
     return freed;
+}
+
+void cache_fork_child(void)
+{
+    for (unsigned i = 0; i < SL_NIDS - SL_NCLASSES; i++)
+        st_relaxed(&shrinkers[i].busy, 0);
 }
 
 void sl_cache_destroy(sl_cache_t *c)

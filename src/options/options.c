@@ -97,6 +97,16 @@ static long parse_reclaimer(const char *s, long def)
     return v >= 0 && v <= 2 ? v : def;
 }
 
+static long parse_thp(const char *s, long def)
+{
+    static const char *const names[] = { [THP_NEVER] = "never", [THP_COLLAPSE] = "collapse",
+                                         [THP_MADVISE] = "madvise" };
+    for (long i = 0; i < 3; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return def;
+}
+
 /* "off" | "auto" | "on", or 0 (off) | 1 (on) */
 static long parse_teardown(const char *s, long def)
 {

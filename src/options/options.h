@@ -31,6 +31,15 @@
       "bytes of pageblocks (K, M, G, T suffixes) past which a type short of room takes a piece of " \
       "another type's block before a new one is mapped; default the cgroup's memory.high or "      \
       "memory.max, else none")                                                                      \
+    X(boost, "SLUICE_BOOST", 1, parse_long,                                                        \
+      "1: under a heap budget, an external fragmentation event boosts the watermarks and wakes the " \
+      "reclaimer to win whole free pageblocks back (reclaim/boost.c); 0: no boost (the baseline)")   \
+    X(antifrag, "SLUICE_ANTIFRAG", 1, parse_long,                                                  \
+      "1: pageblocks are grouped by type (SLAB, RECLAIM, RUN); 0: one type for all")               \
+    X(thp, "SLUICE_THP", THP_COLLAPSE, parse_thp,                                                  \
+      "collapse | madvise | never: dense, long-lived pageblocks are collapsed into transparent "   \
+      "hugepages in the background (collapse); or every pageblock is MADV_HUGEPAGE from the start " \
+      "(madvise); or neither")                                                                     \
     X(teardown, "SLUICE_TEARDOWN", BG_AUTO, parse_teardown,                                          \
       "auto | on | off (or 1 | 0): free of a big range returns at once and teardown workers release " \
       "it, once the program has threads of its own (auto), always (on), or never: the caller does")  \
@@ -55,6 +64,8 @@ enum purge_mode { PURGE_FREE, PURGE_DONTNEED, PURGE_OFF };
  * program's own calls do the work (slow paths run the decay, a free
  * releases its range itself). */
 enum bg_mode { BG_OFF, BG_AUTO, BG_ON };
+/* SLUICE_THP (page/hugify.c). */
+enum thp_mode { THP_NEVER, THP_COLLAPSE, THP_MADVISE };
 
 struct sl_options {
 #define X(field, env, def, parse, text) long field;

@@ -117,6 +117,11 @@ int os_protect(void *p, size_t size, bool rw)
 
 int os_huge(void *p, size_t size) { return advise(p, size, MADV_HUGEPAGE); }
 
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* Linux 6.1; older headers lack it */
+#endif
+int os_collapse(void *p, size_t size) { return advise(p, size, MADV_COLLAPSE); }
+
 static _Atomic int madv_free_refused;
 
 enum os_purge os_purge(void *p, size_t size, enum os_purge how)

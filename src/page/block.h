@@ -109,6 +109,11 @@ struct block {
     uint64_t dirty_ms, lazy_ms; /* when pages last turned dirty / lazy */
     struct block *pnext, *pprev; /* blocks with dirty or lazy pages */
     uint64_t dirty[SL_BLOCK_PAGES / 64], lazy[SL_BLOCK_PAGES / 64];
+    /* hugepage state (page/hugify.c), page heap lock */
+    struct block *anext, *aprev; /* every mapped block */
+    uint64_t dense_ms;           /* when it was first seen dense (0: not dense) */
+    bool thp;                    /* collapsed into (or advised towards) a hugepage */
+    bool pinned;                 /* being collapsed: not unmapped meanwhile */
 };
 _Static_assert(sizeof(struct block) <= BLOCK_HEADER_PAGES * sizeof(struct page), "block fits");
 _Static_assert(BLOCK_COMMIT_STEP >= BLOCK_HEADER_PAGES, "a block's first commit step holds its header");

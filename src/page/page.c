@@ -73,6 +73,13 @@ void block_unmap(struct block *b)
 {
     list_unlink(b);
     purge_forget(b);
+    block_set_thp(b, false);
+    if (b->aprev)
+        b->aprev->anext = b->anext;
+    else
+        heap.all_blocks = b->anext;
+    if (b->anext)
+        b->anext->aprev = b->aprev;
     heap.blocks_by_type[b->type]--;
     heap.nblocks--;
     pagemap_set((uintptr_t)b, SL_BLOCK, 0);
@@ -108,6 +115,8 @@ static void blocks_release(struct block *l, bool may_start)
 
 static __thread unsigned gathering;
 
+static void boost_wake(void);
+
 void heap_unlock(void)
 {
     struct block *l = NULL;
@@ -115,9 +124,13 @@ void heap_unlock(void)
         l = heap.unmapping;
         heap.unmapping = NULL;
     }
+    bool wake = heap.boost_wake;
+    heap.boost_wake = false;
     lock_release(&heap.lock);
     if (l) /* the caller may hold other locks: no thread may be started */
         blocks_release(l, false);
+    if (wake)
+        boost_wake();
 }
 
 void page_gather_begin(void) { gathering++; }
@@ -158,7 +171,7 @@ void relink(struct block *b)
     list_unlink(b);
     if (want == LIST_FREE) {
         set_type(b, PB_FREE);
-        if (heap.nfree_blocks >= free_blocks_keep()) {
+        if (heap.nfree_blocks >= free_blocks_keep() && !b->pinned) {
             block_unmap(b);
             return;
         }
@@ -170,7 +183,7 @@ void relink(struct block *b)
 /* Make pages [0, end) of b read-write (lazy commit, block.h), rounded up to
  * a step and at least doubling what is committed; false if the kernel
  * refused (no room for another mapping, or the commit limit). Lock held. */
-static bool block_commit(struct block *b, unsigned end)
+bool block_commit(struct block *b, unsigned end)
 {
     unsigned from = b->committed;
     if (end <= from)
@@ -195,16 +208,26 @@ static struct block *block_new(enum pb_type type)
     struct block *b = os_reserve_aligned(SL_BLOCK, SL_BLOCK, heap.last_mapped ? heap.last_mapped - SL_BLOCK : NULL);
     if (!b)
         return NULL;
-    /* the first step holds the header (the memory is zero: nothing committed) */
-    bool ok = !os_protect(b, (size_t)BLOCK_COMMIT_STEP << SL_PAGE_SHIFT, true);
+    /* the first step holds the header (the memory is zero: nothing
+     * committed); SLUICE_THP=madvise commits the whole block at once and
+     * asks for a hugepage, which needs the 2 MiB read-write */
+    unsigned first = sl_opt.thp == THP_MADVISE ? SL_BLOCK_PAGES : BLOCK_COMMIT_STEP;
+    bool ok = !os_protect(b, (size_t)first << SL_PAGE_SHIFT, true);
     if (ok)
-        b->committed = BLOCK_COMMIT_STEP;
+        b->committed = (uint16_t)first;
+    if (ok && sl_opt.thp == THP_MADVISE)
+        os_huge(b, SL_BLOCK); /* a refusal leaves 4 KiB pages: nothing lost */
     if (!ok || !pagemap_set((uintptr_t)b, SL_BLOCK, (uintptr_t)b | PM_BLOCK)) {
         os_unmap(b, SL_BLOCK);
         errno = ENOMEM;
         return NULL;
     }
     heap.last_mapped = (uint8_t *)b;
+    b->aprev = NULL;
+    b->anext = heap.all_blocks;
+    if (b->anext)
+        b->anext->aprev = b;
+    heap.all_blocks = b;
     b->list = LIST_NONE;
     b->type = (uint8_t)type;
     block_init(b, type);
@@ -232,6 +255,81 @@ void page_set_budget(size_t bytes)
 /* Would one more pageblock take the heap past its budget? (lock held) */
 static bool over_budget(void) { return heap.budget && (heap.nblocks + 1) * SL_BLOCK > heap.budget; }
 
+/* ---- watermarks and boost (the work: reclaim/boost.c) ------------------ */
+
+/* Under a budget, the headroom is what a type short of room can take
+ * without an event: wholly free blocks, and blocks the budget still
+ * allows. Below the low watermark (plus the boost) the reclaimer is
+ * woken; it works until the headroom reaches the high watermark (plus
+ * the boost), as kswapd does between the kernel's low and high marks.
+ * Each extfrag event raises the boost by one block, up to an eighth of
+ * the budget (the kernel's watermark_boost_factor, 150% of high, is of
+ * the same order), and the boost lapses BOOST_DECAY_MS after the last
+ * event. SLUICE_BOOST=0: no boost and no wake (the baseline). */
+#define BOOST_DECAY_MS 1000
+#define BOOST_MAX_DIV  8
+#define WMARK_LOW_DIV  64
+
+static size_t budget_blocks(void) { return heap.budget / SL_BLOCK; }
+static size_t wmark_low(void) { return budget_blocks() / WMARK_LOW_DIV ? budget_blocks() / WMARK_LOW_DIV : 1; }
+
+static size_t headroom(void)
+{
+    size_t room = budget_blocks() > heap.nblocks ? budget_blocks() - heap.nblocks : 0;
+    return room + heap.nfree_blocks;
+}
+
+static size_t boost_now(uint64_t now)
+{
+    if (heap.boost_blocks && now - heap.boost_ms > BOOST_DECAY_MS)
+        heap.boost_blocks = 0;
+    return heap.boost_blocks;
+}
+
+_Atomic uint32_t page_boost_gen_word;
+
+static void boost_event(void)
+{
+    if (!sl_opt.boost || !heap.budget)
+        return;
+    size_t max = budget_blocks() / BOOST_MAX_DIV ? budget_blocks() / BOOST_MAX_DIV : 1;
+    uint64_t now = os_now_ms();
+    if (boost_now(now) < max)
+        heap.boost_blocks++;
+    heap.boost_ms = now;
+    heap.boost_wake = true;
+    stat_add(stats_global, STAT_boost_events, 1);
+}
+
+/* After a block was taken: is the headroom under the low watermark? */
+static void wmark_check(void)
+{
+    if (sl_opt.boost && heap.budget && headroom() < wmark_low() + boost_now(os_now_ms()))
+        heap.boost_wake = true;
+}
+
+size_t page_boost_deficit(void)
+{
+    lock_acquire(&heap.lock);
+    size_t want = 0;
+    if (sl_opt.boost && heap.budget) {
+        size_t high = 2 * wmark_low() + boost_now(os_now_ms()), have = headroom();
+        want = have < high ? high - have : 0;
+    }
+    heap_unlock();
+    return want;
+}
+
+void page_boost_ask_owners(void) { atomic_fetch_add_explicit(&page_boost_gen_word, 1, memory_order_relaxed); }
+
+/* Outside the lock: wake the reclaimer; with none, ask the owners (and,
+ * through the slab layer's hook, the first of them) to do the work. */
+static void boost_wake(void)
+{
+    if (!purge_kick_reclaimer())
+        page_boost_ask_owners();
+}
+
 /* A piece of another type's block with a free chunk of `order`, in the
  * fallback table's order: an external fragmentation event, serious when a
  * SLAB or RECLAIM piece lands in a RUN block. A block at least half free
@@ -247,6 +345,7 @@ static struct block *block_fallback(enum pb_type type, unsigned order)
         if (!b)
             continue;
         stat_add(stats_global, STAT_extfrag, 1);
+        boost_event();
         if (other == PB_RUN && type != PB_RUN)
             stat_add(stats_global, STAT_extfrag_serious, 1);
         if (b->free_pages >= BLOCK_USABLE_PAGES / 2) {
@@ -270,11 +369,14 @@ static struct block *find_block(enum pb_type type, unsigned order)
         list_unlink(b);
         set_type(b, type);
         stat_add(stats_global, STAT_block_steal, 1);
+        wmark_check();
         return b;
     }
     bool over = over_budget();
-    if (!over && (b = block_new(type)))
+    if (!over && (b = block_new(type))) {
+        wmark_check();
         return b;
+    }
     if ((b = block_fallback(type, order)))
         return b;
     return over ? block_new(type) : NULL;
@@ -325,11 +427,11 @@ static void give_locked(void *run, enum page_state st)
  * re-typed block apart from it. */
 static int cache_stack(enum pb_type type, enum page_kind kind)
 {
-    if (type == PB_SLAB && kind == PG_SLAB)
-        return 0;
-    if (type == PB_RUN && kind == PG_RUN)
-        return 1;
-    return -1;
+    if (kind != PG_SLAB && kind != PG_RUN)
+        return -1;
+    int ct = kind == PG_RUN;
+    /* SLUICE_ANTIFRAG=0: every block is of one type (page_alloc) */
+    return type == (ct ? PB_RUN : PB_SLAB) || !sl_opt.antifrag ? ct : -1;
 }
 
 static void pcache_push(struct page_cache *pc, int ct, unsigned n, void *run)
@@ -410,6 +512,8 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
     if (!clean)
         clean = &dummy;
     *clean = false;
+    if (!sl_opt.antifrag)
+        type = PB_SLAB; /* grouping off: one type for all */
     if (npages > BLOCK_USABLE_PAGES || npages == 0) {
         errno = ENOMEM;
         return NULL;
@@ -535,6 +639,8 @@ void page_gauges(struct page_gauges *g)
     g->dirty_pages = heap.dirty_pages;
     g->lazy_pages = heap.lazy_pages;
     g->budget = heap.budget;
+    g->thp_blocks = heap.thp_blocks;
+    g->thp_dirty_pages = heap.thp_dirty_pages;
     heap_unlock();
 }
 

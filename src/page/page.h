@@ -61,7 +61,7 @@ void page_set_budget(size_t bytes);
 
 /* Gauges for the stats, taken under the lock. */
 struct page_gauges {
-    size_t blocks, free_blocks, free_pages, dirty_pages, lazy_pages, budget;
+    size_t blocks, free_blocks, free_pages, dirty_pages, lazy_pages, budget, thp_blocks, thp_dirty_pages;
     size_t blocks_by_type[PB_NTYPES];
 };
 void page_gauges(struct page_gauges *g);
@@ -92,7 +92,16 @@ void purge_fork_child(void);
  * idle reclaimer's long sleep, so that its next tick enforces the cap, and
  * returns true; false if there is no reclaimer (the freeing thread then
  * enforces the cap itself, at most once per tick). */
-void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void));
+void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void), bool (*running)(void));
+
+/* Watermark boost (page.c; the work is reclaim/boost.c). Blocks of
+ * headroom the reclaimer should win back now (0: none wanted, or no
+ * budget, or SLUICE_BOOST=0). */
+size_t page_boost_deficit(void);
+/* Owners drain their page caches and spare slabs on their next slow path
+ * once this number changes (slab/heap.h, heap_boost_check). */
+extern _Atomic uint32_t page_boost_gen_word;
+void page_boost_ask_owners(void);
 
 /* sl_check's part for the page layer (page_check.c): checks every
  * pageblock and hands each allocated run's head to run (both locks held);

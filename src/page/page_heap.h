@@ -24,8 +24,16 @@ struct page_heap {
     size_t blocks_by_type[PB_NTYPES];
     /* purge state */
     struct block *purge_list; /* blocks with dirty or lazy pages */
+    struct block *all_blocks; /* every mapped block (anext) */
+    size_t thp_blocks;        /* blocks with thp set */
+    /* boost (page.c; reclaim/boost.c does the work): blocks of headroom
+     * wanted beyond the low watermark, raised by extfrag events */
+    size_t boost_blocks;
+    uint64_t boost_ms;        /* the last event */
+    bool boost_wake;          /* heap_unlock wakes the reclaimer */
     /* written under the lock, read without it by purge_maybe */
     _Atomic size_t dirty_pages, lazy_pages, active_pages;
+    _Atomic size_t thp_dirty_pages; /* of dirty_pages, those in thp blocks: never purged */
 };
 extern struct page_heap heap;
 
@@ -39,12 +47,32 @@ void block_unmap(struct block *b);
  * release of the lock in page.c and purge.c goes through here. */
 void heap_unlock(void);
 size_t free_blocks_keep(void);
+/* Make pages [0, end) of b read-write (lazy commit); false if refused. */
+bool block_commit(struct block *b, unsigned end);
+
+/* hugify.c */
+/* b's thp flag; keeps thp_blocks and thp_dirty_pages right. */
+void block_set_thp(struct block *b, bool on);
+/* A purge is about to take pages of b: false if b is a dense hugepage
+ * (a purge would split it); a sparse one loses its flag and may go. */
+bool hugify_may_purge(struct block *b);
+/* Called from the decay pass outside every lock; background: the
+ * reclaimer (MADV_COLLAPSE), else a program's own slow path
+ * (MADV_HUGEPAGE, khugepaged does the copy). */
+void hugify(uint64_t now_ms, bool background);
+void hugify_fork_child(void);
 
 /* purge.c */
 void purge_forget(struct block *b); /* b is being unmapped */
 /* Pages [first, first + n) of b became free in state st / were taken. */
 void pages_put(struct block *b, unsigned first, unsigned n, enum page_state st);
 bool pages_take(struct block *b, unsigned first, unsigned n);
+/* Every free page of b is now dirty (a collapse made them resident). */
+void pages_all_dirty(struct block *b);
+/* Dirty pages a purge may take: those outside dense hugepages. */
+size_t purgeable_dirty(void);
+/* Wake the reclaimer; false if there is none. */
+bool purge_kick_reclaimer(void);
 /* Outside the lock: enforce the dirty cap and run a due decay pass. */
 void purge_maybe(void);
 /* SLUICE_DIRTY_DECAY_MS=0 with purging on: purge every run as it is freed. */

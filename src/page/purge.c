@@ -49,12 +49,15 @@ static sl_lock purge_lock = SL_LOCK_INIT;
 static bool (*start_hook)(void);
 static bool (*kick_hook)(void);
 static _Atomic int hook_fired;
-static _Atomic uint64_t last_decay_ms, last_burst_ms;
+static bool (*running_hook)(void);
+static _Atomic uint64_t last_decay_ms, last_burst_ms, last_hugify_ms;
+#define HUGIFY_EVERY_MS 1000 /* a slow path looks for dense blocks this often */
 
-void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void))
+void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void), bool (*running)(void))
 {
     start_hook = start;
     kick_hook = kick;
+    running_hook = running;
 }
 
 static void purge_list_update(struct block *b)
@@ -85,6 +88,8 @@ static void state_set(struct block *b, unsigned first, unsigned n, enum page_sta
     unsigned d0 = b->ndirty, l0 = b->nlazy;
     block_state_set(b, first, n, st);
     st_relaxed(&heap.dirty_pages, ld_relaxed(&heap.dirty_pages) + b->ndirty - d0);
+    if (b->thp)
+        st_relaxed(&heap.thp_dirty_pages, ld_relaxed(&heap.thp_dirty_pages) + b->ndirty - d0);
     st_relaxed(&heap.lazy_pages, ld_relaxed(&heap.lazy_pages) + b->nlazy - l0);
     if (st == PS_DIRTY && b->ndirty != d0)
         b->dirty_ms = os_now_ms();
@@ -98,6 +103,8 @@ static bool state_take(struct block *b, unsigned first, unsigned n)
     unsigned d0 = b->ndirty, l0 = b->nlazy;
     bool clean = block_state_take(b, first, n);
     st_relaxed(&heap.dirty_pages, ld_relaxed(&heap.dirty_pages) - (d0 - b->ndirty));
+    if (b->thp)
+        st_relaxed(&heap.thp_dirty_pages, ld_relaxed(&heap.thp_dirty_pages) - (d0 - b->ndirty));
     st_relaxed(&heap.lazy_pages, ld_relaxed(&heap.lazy_pages) - (l0 - b->nlazy));
     purge_list_update(b);
     return clean;
@@ -116,6 +123,18 @@ bool pages_take(struct block *b, unsigned first, unsigned n)
     st_relaxed(&heap.active_pages, ld_relaxed(&heap.active_pages) + n);
     return state_take(b, first, n);
 }
+
+void pages_all_dirty(struct block *b)
+{
+    struct page *pg = block_pages(b);
+    for (unsigned o = 0; o < BLOCK_NORDERS; o++)
+        for (unsigned i = b->free_head[o]; i; i = pg[i].free.next)
+            state_set(b, i, 1u << o, PS_DIRTY);
+}
+
+size_t purgeable_dirty(void) { return ld_relaxed(&heap.dirty_pages) - ld_relaxed(&heap.thp_dirty_pages); }
+
+bool purge_kick_reclaimer(void) { return kick_hook && kick_hook(); }
 
 bool purge_at_once(void) { return sl_opt.purge != PURGE_OFF && sl_opt.dirty_decay_ms == 0; }
 
@@ -212,7 +231,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
         for (struct block *b = heap.purge_list; b; b = b->pnext) {
             unsigned have = from == PS_DIRTY ? b->ndirty : b->nlazy;
             uint64_t stamp = from == PS_DIRTY ? b->dirty_ms : b->lazy_ms;
-            if (!have || stamp > cutoff_ms)
+            if (!have || stamp > cutoff_ms || !hugify_may_purge(b))
                 continue;
             if (b->free_pages == BLOCK_USABLE_PAGES) { /* whole: up to its committed part (the rest is clean) */
                 span_add(sp, &k, b, BLOCK_HEADER_PAGES, b->committed - BLOCK_HEADER_PAGES);
@@ -231,7 +250,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
             done += sp[i].n;
             bool whole = b->free_pages == BLOCK_USABLE_PAGES && sp[i].first == BLOCK_HEADER_PAGES &&
                          sp[i].n == b->committed - BLOCK_HEADER_PAGES;
-            if (whole && to == PS_CLEAN && heap.nfree_blocks > free_blocks_keep()) {
+            if (whole && to == PS_CLEAN && heap.nfree_blocks > free_blocks_keep() && !b->pinned) {
                 block_unmap(b); /* clean and not kept: give the mapping back */
                 sp[i].b = NULL;
                 continue;
@@ -305,21 +324,28 @@ static void decay(uint64_t now, bool force, bool wait)
         return;
     }
     purge_spans(PS_DIRTY, purge_target(), now >= dd ? now - dd : 0, SIZE_MAX, wait);
-    enforce_cap(ld_relaxed(&heap.dirty_pages), dirty_cap(), now - decay_tick_ms(), wait);
+    enforce_cap(purgeable_dirty(), dirty_cap(), now - decay_tick_ms(), wait);
     if (sl_opt.purge == PURGE_FREE)
         purge_spans(PS_LAZY, PS_CLEAN, now >= ld ? now - ld : 0, SIZE_MAX, wait);
 }
 
-void page_purge_decay(uint64_t now, bool force) { decay(now, force, true); }
+void page_purge_decay(uint64_t now, bool force)
+{
+    decay(now, force, true);
+    hugify(now, true);
+}
 
-bool page_purge_pending(void) { return ld_relaxed(&heap.dirty_pages) || ld_relaxed(&heap.lazy_pages); }
+bool page_purge_pending(void) { return purgeable_dirty() || ld_relaxed(&heap.lazy_pages); }
 
 void page_purge_all(void)
 {
     lock_acquire(&purge_lock);
     lock_acquire(&heap.lock);
-    while (heap.free_blocks)
-        block_unmap(heap.free_blocks);
+    for (struct block *b = heap.free_blocks, *next; b; b = next) {
+        next = b->next;
+        if (!b->pinned) /* hugify.c unmaps it once done */
+            block_unmap(b);
+    }
     heap_unlock();
     lock_release(&purge_lock);
     purge_spans(PS_DIRTY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
@@ -355,14 +381,20 @@ void purge_maybe(void)
         start_reclaimer();
     if (sl_opt.purge == PURGE_OFF)
         return;
-    size_t dirty = ld_relaxed(&heap.dirty_pages);
+    uint64_t now = os_now_ms(), last = ld_relaxed(&last_hugify_ms);
+    /* no reclaimer: the slow path advises dense blocks, khugepaged copies */
+    if (sl_opt.thp != THP_NEVER && now - last >= HUGIFY_EVERY_MS && !(running_hook && running_hook()) &&
+        atomic_compare_exchange_strong_explicit(&last_hugify_ms, &last, now, memory_order_relaxed,
+                                                memory_order_relaxed))
+        hugify(now, false);
+    size_t dirty = purgeable_dirty();
     if (purge_at_once())
         enforce_cap(dirty, 0, UINT64_MAX, true);
     else if (dirty > DIRTY_BURST * dirty_cap() && !(kick_hook && kick_hook()))
         burst_in_thread(dirty);
     if (!dirty && !ld_relaxed(&heap.lazy_pages))
         return;
-    uint64_t now = os_now_ms(), last = ld_relaxed(&last_decay_ms);
+    last = ld_relaxed(&last_decay_ms);
     if (now - last >= decay_tick_ms() &&
         atomic_compare_exchange_strong_explicit(&last_decay_ms, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed))
@@ -375,4 +407,5 @@ sl_lock *purge_fork_lock(void) { return &purge_lock; }
 void purge_fork_child(void)
 {
     st_relaxed(&hook_fired, 0);
+    hugify_fork_child();
 }

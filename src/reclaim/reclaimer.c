@@ -4,6 +4,10 @@
  * dirty cap, so the freeing thread goes on), and under memory pressure
  * makes every free page clean at once.
  *
+ * Under a heap budget it also does the watermark boost's work (boost.c):
+ * kicked by an extfrag event or by headroom under the low watermark, it
+ * runs a boost pass every BOOST_TICK_MS until the headroom is back.
+ *
  * Started lazily: the page layer calls the hook when there is dirty or
  * lazy memory, so a program that never frees never gets the thread; and
  * by default (SLUICE_RECLAIMER=auto) only once the program has a thread of
@@ -39,11 +43,13 @@
 #include "../page/page.h"
 #include "../stats/stats.h"
 #include "../teardown/teardown.h"
+#include "boost.h"
 
 #define IDLE_SLEEP_MS     1000 /* nothing to decay: look again this often */
 #define PRESSURE_PSI      10   /* percent of time stalled on memory (avg10) */
 #define PRESSURE_EVERY_MS 100
 #define PUBLISH_EVERY_MS  100  /* SLUICE_PUBLISH: a tick at least this often */
+#define BOOST_TICK_MS     20   /* while the heap is short of headroom */
 
 static _Atomic int running;
 static _Atomic int kicked; /* futex word: a big free ends an idle sleep */
@@ -190,12 +196,15 @@ static void *reclaimer_main(void *arg)
     teardown_background_thread();
     st_relaxed(&running, 2); /* running: kicks are heard */
     uint64_t last_pressure = 0;
+    bool boosting = false;
     for (;;) {
         long t = sl_opt.dirty_decay_ms < sl_opt.lazy_decay_ms ? sl_opt.dirty_decay_ms : sl_opt.lazy_decay_ms;
         t /= 4;
         uint64_t tick = t < 10 ? 10 : t > 1000 ? 1000 : (uint64_t)t;
         if (sl_opt.publish && tick > PUBLISH_EVERY_MS)
             tick = PUBLISH_EVERY_MS;
+        if (boosting && tick > BOOST_TICK_MS)
+            tick = BOOST_TICK_MS;
         wait_ms(tick);
         st_relaxed(&kicked, 0); /* a kick only ends an idle sleep: the cap waits out its grace */
         uint64_t now = os_now_ms();
@@ -211,11 +220,12 @@ static void *reclaimer_main(void *arg)
             if (pressure)
                 stat_add_shared(STAT_pressure_events, 1);
         }
+        boosting = sl_opt.boost && boost_run(); /* before the decay: it purges what the boost freed */
         page_purge_decay(now, pressure);
         huge_purge_decay(now, pressure);
         stat_add_shared(STAT_reclaimer_runs, 1);
         stats_publish(false);
-        if (!page_purge_pending() && !sl_opt.publish)
+        if (!page_purge_pending() && !sl_opt.publish && !boosting)
             wait_ms(IDLE_SLEEP_MS);
     }
     return NULL;
@@ -244,6 +254,8 @@ static bool reclaimer_kick(void)
     return true;
 }
 
+static bool reclaimer_running(void) { return ld_relaxed(&running) == 2; }
+
 /* The heap budget: SLUICE_HEAP_LIMIT, else the lower of the cgroup's two
  * limits (memory.high and memory.max, or v1's soft and hard limits), else
  * none. Read once, at load: a limit changed later is not followed. */
@@ -264,7 +276,8 @@ static void budget_init(void)
 
 void reclaimer_init(void)
 {
-    page_set_reclaimer_hooks(reclaimer_start, reclaimer_kick);
+    page_set_reclaimer_hooks(reclaimer_start, reclaimer_kick, reclaimer_running);
+    boost_init();
     budget_init();
 }
 void reclaimer_fork_child(void)

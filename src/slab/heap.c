@@ -228,6 +228,7 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
         return zero_alloc();
     if (h == &heap_empty && !(h = heap_get_slow()))
         return NULL;
+    heap_boost_check(h);
     struct slab *s = heap_refill(h, cls);
     if (!s) {
         errno = ENOMEM;
@@ -372,6 +373,7 @@ void *heap_alloc_run(size_t size, size_t align, bool *clean)
     struct heap *h = heap_get();
     if (!h)
         return NULL;
+    heap_boost_check(h);
     size_t npages = run_pages(size);
     void *r = page_alloc(&h->pcache, PB_RUN, npages, align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1, PG_RUN, clean);
     if (!r)

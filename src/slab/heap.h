@@ -72,6 +72,7 @@ struct heap {
     _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
     _Atomic(struct slab *) notify;      /* malloc classes: FULL slabs that got a remote free */
     struct page_cache pcache;           /* owner */
+    uint32_t boost_seen;                /* owner: page_boost_gen_word when it last drained */
     stat_counters stats;                /* owner writes, anyone reads */
     struct heap *all_next;              /* heaps_lock */
     struct heap *orphan_next;           /* heaps_lock */
@@ -100,6 +101,20 @@ sl_inline struct heap *heap_get(void)
     struct heap *h = tls_heap;
     return likely(h != &heap_empty) ? h : heap_get_slow();
 }
+
+/* Watermark boost (page.h): asked to, the owner gives back, on its next
+ * allocation slow path, its magazines' objects, its empty slabs and its
+ * page cache; with no reclaimer thread it also runs the boost's reclaim
+ * (heap_boost_in_thread, set by reclaim/boost.c). No lock is held. */
+void heap_boost_respond_slow(struct heap *h);
+extern void (*heap_boost_in_thread)(void);
+sl_inline void heap_boost_check(struct heap *h)
+{
+    if (unlikely(h->boost_seen != ld_relaxed(&page_boost_gen_word)))
+        heap_boost_respond_slow(h);
+}
+/* Give back the empty slabs of exited threads' heaps (the boost's reclaim). */
+void heap_reclaim_orphans(void);
 
 /* The page tag of the first page of h's slabs of malloc class cls. */
 sl_inline uint32_t heap_page_tag(struct heap *h, unsigned cls) { return h->tag | cls; }

@@ -170,6 +170,7 @@ struct heap *heap_get_slow(void)
         h->mag_top[SL_CLASS_ZERO] = mag_none;
         atomic_store_explicit(&h->ids, &ids_none, memory_order_relaxed);
         h->pcache.stats = h->stats;
+        h->boost_seen = ld_relaxed(&page_boost_gen_word);
         stat_add(h->stats, STAT_heap_new, 1);
         lock_acquire(&heaps_lock);
         /* a tag has 23 bits of sequence: 8 M heap records (over 200 GB of
@@ -202,6 +203,30 @@ void heap_thread_exit(struct heap *h)
     orphans = h;
     st_relaxed(&norphans, ld_relaxed(&norphans) + 1);
     stat_add(h->stats, STAT_heap_orphan, 1);
+    lock_release(&heaps_lock);
+}
+
+void (*heap_boost_in_thread)(void);
+
+void heap_boost_respond_slow(struct heap *h)
+{
+    h->boost_seen = ld_relaxed(&page_boost_gen_word);
+    heap_mag_flush(h);
+    lock_acquire(&heaps_lock);
+    heap_reclaim(h, true, NULL);
+    lock_release(&heaps_lock);
+    stat_add(h->stats, STAT_boost_drains, 1);
+    if (heap_boost_in_thread)
+        heap_boost_in_thread();
+}
+
+void heap_reclaim_orphans(void)
+{
+    if (!ld_relaxed(&norphans))
+        return;
+    lock_heaps_for_freeing();
+    for (struct heap *o = orphans; o; o = o->orphan_next)
+        heap_reclaim(o, true, NULL);
     lock_release(&heaps_lock);
 }
 

@@ -26,9 +26,11 @@ stat_counters stats_global;
     X(blocks_run, "pageblocks typed RUN")                                     \
     X(blocks_free, "pageblocks wholly free")                                  \
     X(budget_bytes, "heap budget: pageblock bytes before fallback (0: none)")  \
+    X(thp_blocks, "pageblocks collapsed or advised into hugepages")           \
     X(free_page_bytes, "bytes in free pages of mapped pageblocks")            \
     X(active_bytes, "bytes in pages of pageblocks handed out (slabs, runs)")  \
     X(dirty_bytes, "free bytes still resident, not advised")                  \
+    X(dirty_thp_bytes, "of them, in dense hugepage pageblocks: kept resident") \
     X(lazy_bytes, "free bytes advised MADV_FREE (the kernel may take them)")  \
     X(clean_bytes, "free bytes that read as zero (DONTNEED or untouched)")    \
     X(huge_live_bytes, "bytes in live huge mappings")                         \
@@ -77,9 +79,11 @@ static void gauges(uint64_t g[GAUGE_COUNT], bool smaps)
     g[GAUGE_blocks_run] = pg.blocks_by_type[PB_RUN];
     g[GAUGE_blocks_free] = pg.blocks_by_type[PB_FREE];
     g[GAUGE_budget_bytes] = pg.budget;
+    g[GAUGE_thp_blocks] = pg.thp_blocks;
     g[GAUGE_free_page_bytes] = (uint64_t)pg.free_pages << SL_PAGE_SHIFT;
     g[GAUGE_active_bytes] = ((uint64_t)pg.blocks * BLOCK_USABLE_PAGES - pg.free_pages) << SL_PAGE_SHIFT;
     g[GAUGE_dirty_bytes] = ((uint64_t)pg.dirty_pages << SL_PAGE_SHIFT) + hg.dirty_bytes;
+    g[GAUGE_dirty_thp_bytes] = (uint64_t)pg.thp_dirty_pages << SL_PAGE_SHIFT;
     g[GAUGE_lazy_bytes] = ((uint64_t)pg.lazy_pages << SL_PAGE_SHIFT) + hg.lazy_bytes;
     g[GAUGE_clean_bytes] = ((uint64_t)(pg.free_pages - pg.dirty_pages - pg.lazy_pages) << SL_PAGE_SHIFT) +
                            (hg.cached_bytes - hg.dirty_bytes - hg.lazy_bytes);
@@ -250,7 +254,8 @@ static void reconcile(struct out *o, const uint64_t *g)
     out_mib(o, ", huge ", g[GAUGE_huge_live_bytes]);
     out_mib(o, ", headers and records at most ", r.headers);
     out_mib(o, ")\n  sluice: free and resident (dirty) ", g[GAUGE_dirty_bytes]);
-    out_mib(o, ", lazily freed ", g[GAUGE_lazy_bytes]);
+    out_mib(o, " (in dense hugepage blocks ", g[GAUGE_dirty_thp_bytes]);
+    out_mib(o, "), lazily freed ", g[GAUGE_lazy_bytes]);
     out_mib(o, " (the kernel still has ", r.lazy_free);
     out_mib(o, " of it), clean ", g[GAUGE_clean_bytes]);
     out_mib(o, "\n  sluice: freed, being torn down: up to ",

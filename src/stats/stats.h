@@ -30,6 +30,13 @@
     X(block_steal, "whole free pageblocks taken by another type")             \
     X(extfrag, "external fragmentation events")                               \
     X(extfrag_serious, "of them, a SLAB or RECLAIM piece in a RUN block")      \
+    X(boost_events, "watermark boosts raised by extfrag events")              \
+    X(boost_runs, "boosted reclaim passes (shrinkers, orphans, owners asked)") \
+    X(boost_drains, "page caches and spare slabs given back when asked")     \
+    X(thp_collapse, "dense pageblocks collapsed into hugepages (MADV_COLLAPSE)") \
+    X(thp_advise, "dense pageblocks advised MADV_HUGEPAGE (for khugepaged)")   \
+    X(thp_failed, "collapses and advice the kernel refused")                 \
+    X(thp_split, "hugepage pageblocks turned sparse and given up to purging") \
     X(huge_map, "huge mappings made")                                         \
     X(huge_unmap, "huge mappings unmapped")                                   \
     X(huge_reuse, "huge allocations served from the huge cache")              \

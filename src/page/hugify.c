@@ -1,0 +1,137 @@
+/* hugify.c — hugepage-backed pageblocks (SLUICE_THP, issue 11).
+ *
+ * A pageblock is 2 MiB, aligned: exactly one transparent hugepage. One
+ * that is dense (at most DENSE_FREE_MAX pages free) and has stayed dense
+ * for HUGIFY_AGE_MS is given one:
+ *   - by the reclaimer, with MADV_COLLAPSE (Linux 6.1): the copy runs in
+ *     the background thread, as khugepaged's would, so no allocating
+ *     thread stalls on compaction;
+ *   - with no reclaimer (a single-threaded program), by a slow path at
+ *     most once per HUGIFY_EVERY_MS (purge.c), with MADV_HUGEPAGE only:
+ *     the call returns at once and khugepaged does the copy later;
+ *   - where the kernel refuses MADV_COLLAPSE (older than 6.1, EINVAL),
+ *     with MADV_HUGEPAGE as well.
+ * MADV_HUGEPAGE at map time (SLUICE_THP=madvise, page.c block_new) is
+ * the other mechanism: every fault in a block may then stall on direct
+ * compaction in the faulting thread (defrag=madvise), and a sparse block
+ * costs 2 MiB of RSS for a few objects.
+ *
+ * Invariants (page heap lock):
+ *   - thp set: the block is collapsed, or advised and left to khugepaged.
+ *     Its free pages are never purged while it is dense (purge.c asks
+ *     hugify_may_purge): a purge of part of a hugepage splits it. They
+ *     stay resident and count as dirty (a collapse made every free page
+ *     resident: pages_all_dirty), in heap.thp_dirty_pages as well, which
+ *     the dirty cap leaves out. A block that turns sparse (more than half
+ *     free) loses the flag, and purges may split it.
+ *   - pinned: hugify is collapsing the block outside the lock: it is not
+ *     unmapped meanwhile, even if it comes wholly free.
+ * Placement already favours the fullest block (page.c), so blocks tend to
+ * end up dense (hugepage) or empty (unmapped or purged whole).
+ */
+#include <errno.h>
+
+#include "../options/options.h"
+#include "../os/os.h"
+#include "page_heap.h"
+
+#define DENSE_FREE_MAX  (BLOCK_USABLE_PAGES / 8)
+#define SPARSE_FREE_MIN (BLOCK_USABLE_PAGES / 2)
+#define HUGIFY_AGE_MS   1000 /* dense this long: long-lived enough */
+#define HUGIFY_BATCH    8    /* blocks collapsed per pass */
+
+static _Atomic int hugify_busy;      /* one pass at a time (reset in a fork child) */
+static _Atomic int collapse_refused; /* the kernel has no MADV_COLLAPSE */
+
+void block_set_thp(struct block *b, bool on)
+{
+    if (b->thp == on)
+        return;
+    b->thp = on;
+    heap.thp_blocks += on ? 1 : (size_t)-1;
+    size_t d = ld_relaxed(&heap.thp_dirty_pages);
+    st_relaxed(&heap.thp_dirty_pages, on ? d + b->ndirty : d - b->ndirty);
+}
+
+bool hugify_may_purge(struct block *b)
+{
+    if (!b->thp)
+        return true;
+    if (b->free_pages <= SPARSE_FREE_MIN)
+        return false;
+    block_set_thp(b, false); /* sparse: not worth 2 MiB of RSS */
+    stat_add(stats_global, STAT_thp_split, 1);
+    return true;
+}
+
+/* Pick up to HUGIFY_BATCH blocks dense for HUGIFY_AGE_MS; mark them thp
+ * and pinned, committed whole. Lock held. */
+static unsigned pick(uint64_t now, struct block **todo)
+{
+    unsigned k = 0;
+    for (struct block *b = heap.all_blocks; b; b = b->anext) {
+        if (b->thp)
+            continue;
+        if (b->free_pages > DENSE_FREE_MAX) {
+            b->dense_ms = 0;
+            continue;
+        }
+        if (!b->dense_ms) {
+            b->dense_ms = now;
+            continue;
+        }
+        if (now - b->dense_ms < HUGIFY_AGE_MS || k == HUGIFY_BATCH || !block_commit(b, SL_BLOCK_PAGES))
+            continue;
+        block_set_thp(b, true);
+        b->pinned = true;
+        todo[k++] = b;
+    }
+    return k;
+}
+
+void hugify(uint64_t now, bool background)
+{
+    if (sl_opt.thp == THP_NEVER || atomic_exchange(&hugify_busy, 1))
+        return;
+    struct block *todo[HUGIFY_BATCH];
+    lock_acquire(&heap.lock);
+    unsigned k = pick(now ? now : 1, todo);
+    heap_unlock();
+    for (unsigned i = 0; i < k; i++) {
+        struct block *b = todo[i];
+        int r = EINVAL;
+        bool collapsed = false;
+        if (background && !ld_relaxed(&collapse_refused)) {
+            r = os_collapse(b, SL_BLOCK);
+            collapsed = !r;
+            if (r == EINVAL) /* no MADV_COLLAPSE here: leave it to khugepaged */
+                st_relaxed(&collapse_refused, 1);
+        }
+        if (r == EINVAL)
+            r = os_huge(b, SL_BLOCK);
+        stat_add_shared(r ? STAT_thp_failed : collapsed ? STAT_thp_collapse : STAT_thp_advise, 1);
+        lock_acquire(&heap.lock);
+        b->pinned = false;
+        if (r)
+            block_set_thp(b, false);
+        else if (collapsed)
+            pages_all_dirty(b);
+        if (b->list == LIST_FREE && heap.nfree_blocks > free_blocks_keep())
+            block_unmap(b); /* it came free while pinned */
+        heap_unlock();
+    }
+    st_relaxed(&hugify_busy, 0);
+}
+
+/* A fork child: the pass that was running is gone with its thread. */
+void hugify_fork_child(void)
+{
+    if (!ld_relaxed(&hugify_busy))
+        return;
+    for (struct block *b = heap.all_blocks; b; b = b->anext)
+        if (b->pinned) {
+            b->pinned = false;
+            block_set_thp(b, false);
+        }
+    st_relaxed(&hugify_busy, 0);
+}

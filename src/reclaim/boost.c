@@ -1,0 +1,74 @@
+/* boost.c — the watermark boost's work, the kswapd/kcompactd share of
+ * Mel Gorman's 2018 series in user space (DESIGN.md layer 9).
+ *
+ * The page layer (page.c) keeps the watermarks and the boost: under a
+ * heap budget, an external fragmentation event raises the boost and
+ * wakes the reclaimer, and so does headroom (free pageblocks plus blocks
+ * the budget still allows) falling under the low watermark. This file
+ * wins whole free pageblocks back, so that the next type short of room
+ * takes a whole block (no event) instead of a piece of another type's:
+ *   1. the shrinkers of caches that have one (sl_cache_set_reclaim) are
+ *      asked for objects worth the deficit (blocks short of the high
+ *      watermark plus the boost);
+ *   2. every thread heap is asked to give back, on its next allocation
+ *      slow path, its page cache, its magazines' objects and its empty
+ *      slabs (heap_boost_check): the owner does it, so nothing blocks;
+ *   3. the heaps of exited threads are drained here;
+ *   4. wholly free blocks then go back to the free list, and the decay
+ *      pass purges what the boost freed.
+ * At most one pass per BOOST_PASS_MS: what a shrinker frees on other
+ * threads' slabs comes free only when their owners collect it, so
+ * passes in quick succession would only ask the shrinkers again for the
+ * same deficit.
+ *
+ * Shrinkers run only on the reclaimer thread (and in sl_purge's caller):
+ * a shrinker takes its cache's own lock, and an allocating thread may
+ * hold that lock while it calls malloc. With no reclaimer (a
+ * single-threaded program), an allocating thread's slow path does steps
+ * 2 and 3 for itself (heap_boost_in_thread).
+ */
+#include "boost.h"
+
+#include "../cache/cache.h"
+#include "../options/options.h"
+#include "../os/os.h"
+#include "../page/page.h"
+#include "../slab/heap.h"
+#include "../stats/stats.h"
+
+#define BOOST_PASS_MS 20
+
+static _Atomic uint64_t last_pass_ms;
+
+/* At most one pass per BOOST_PASS_MS, whoever asks. */
+static bool pass_due(void)
+{
+    uint64_t now = os_now_ms(), last = ld_relaxed(&last_pass_ms);
+    return now - last >= BOOST_PASS_MS &&
+           atomic_compare_exchange_strong_explicit(&last_pass_ms, &last, now, memory_order_relaxed,
+                                                   memory_order_relaxed);
+}
+
+bool boost_run(void)
+{
+    size_t deficit = page_boost_deficit();
+    if (!deficit || !pass_due())
+        return deficit != 0;
+    cache_reclaim_all(deficit * SL_BLOCK);
+    page_boost_ask_owners();
+    heap_reclaim_orphans();
+    stat_add_shared(STAT_boost_runs, 1);
+    return page_boost_deficit() != 0;
+}
+
+/* An allocating thread of a program with no reclaimer, having drained its
+ * own heap: the orphans too (no shrinkers: see above). */
+static void boost_in_thread(void)
+{
+    if (page_boost_deficit() && pass_due()) {
+        heap_reclaim_orphans();
+        stat_add_shared(STAT_boost_runs, 1);
+    }
+}
+
+void boost_init(void) { heap_boost_in_thread = boost_in_thread; }
