@@ -30,10 +30,12 @@ static void advise_cached(struct huge *hd, uint64_t now)
     hd->state_ms = now;
 }
 
-static void hint_huge(struct huge *hd, size_t size)
+/* aligned: the program asked for 2 MiB alignment (posix_memalign,
+ * aligned_alloc): it wants hugepages, and gets them at any size. */
+static void hint_huge(struct huge *hd, size_t size, bool aligned)
 {
     size_t whole = align_down(size, SL_BLOCK);
-    if (size >= HUGE_THP_MIN)
+    if (whole && (size >= HUGE_THP_MIN || aligned))
         os_huge(hd->base, whole);
 }
 
@@ -113,6 +115,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         return NULL;
     }
     size_t map_size = align_up(size ? size : 1, SL_BLOCK);
+    bool thp_aligned = align >= SL_BLOCK;
     if (align < SL_BLOCK)
         align = SL_BLOCK;
     struct releases rel = { .n = 0 };
@@ -127,7 +130,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         bool clean = hd->state == PS_CLEAN;
         lock_release(&huge_lock);
         release_now(&rel);
-        hint_huge(hd, size);
+        hint_huge(hd, size, thp_aligned);
         if (zero && !clean) /* a fresh or DONTNEED'd mapping reads as zero */
             memset(hd->base, 0, size);
         return hd->base;
@@ -164,7 +167,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         errno = ENOMEM;
         return NULL;
     }
-    hint_huge(hd, size);
+    hint_huge(hd, size, thp_aligned);
     return base;
 }
 
@@ -267,7 +270,7 @@ void *huge_realloc(struct huge *hd, void *p, size_t size)
     lock_release(&huge_lock);
     if (unmap)
         teardown_release(unmap, old_map - new_map, true);
-    hint_huge(hd, size);
+    hint_huge(hd, size, false);
     return hd->base;
 }
 

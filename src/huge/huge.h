@@ -6,8 +6,11 @@
  * (measured, bench/large: 1.8 s with the hint on every mapping and a
  * 4-entry cache, 0.05 s without it and with the cache below), while a
  * mapping of 64 MiB and more is nearly always filled, and hugepages make
- * its faults, its TLB misses and its teardown (issue 10) cheaper. Where
- * THP is "always", the kernel backs the smaller ones too.
+ * its faults, its TLB misses and its teardown (issue 10) cheaper. A
+ * request aligned to 2 MiB or more (posix_memalign, aligned_alloc) gets
+ * the hint at any size: a program that aligns to the hugepage size asks
+ * for hugepages (bench/fragment's demand). Where THP is "always", the
+ * kernel backs the smaller ones too.
  *
  * A freed mapping is kept in a cache (HUGE_CACHE_ENTRIES, at most
  * HUGE_CACHE_BYTES, each at most half of that) and reused, best fit

@@ -268,7 +268,7 @@ static bool over_budget(void) { return heap.budget && (heap.nblocks + 1) * SL_BL
  * event. SLUICE_BOOST=0: no boost and no wake (the baseline). */
 #define BOOST_DECAY_MS 1000
 #define BOOST_MAX_DIV  8
-#define WMARK_LOW_DIV  64
+#define WMARK_LOW_DIV  32
 
 static size_t budget_blocks(void) { return heap.budget / SL_BLOCK; }
 static size_t wmark_low(void) { return budget_blocks() / WMARK_LOW_DIV ? budget_blocks() / WMARK_LOW_DIV : 1; }

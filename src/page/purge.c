@@ -329,11 +329,9 @@ static void decay(uint64_t now, bool force, bool wait)
         purge_spans(PS_LAZY, PS_CLEAN, now >= ld ? now - ld : 0, SIZE_MAX, wait);
 }
 
-void page_purge_decay(uint64_t now, bool force)
-{
-    decay(now, force, true);
-    hugify(now, true);
-}
+void page_purge_decay(uint64_t now, bool force) { decay(now, force, true); }
+
+void page_hugify(uint64_t now) { hugify(now, true); }
 
 bool page_purge_pending(void) { return purgeable_dirty() || ld_relaxed(&heap.lazy_pages); }
 

@@ -49,7 +49,7 @@
 #define PRESSURE_PSI      10   /* percent of time stalled on memory (avg10) */
 #define PRESSURE_EVERY_MS 100
 #define PUBLISH_EVERY_MS  100  /* SLUICE_PUBLISH: a tick at least this often */
-#define BOOST_TICK_MS     20   /* while the heap is short of headroom */
+#define BOOST_TICK_MS     5    /* while the heap is short of headroom */
 
 static _Atomic int running;
 static _Atomic int kicked; /* futex word: a big free ends an idle sleep */
@@ -223,6 +223,8 @@ static void *reclaimer_main(void *arg)
         boosting = sl_opt.boost && boost_run(); /* before the decay: it purges what the boost freed */
         page_purge_decay(now, pressure);
         huge_purge_decay(now, pressure);
+        if (!boosting) /* a collapse copies 2 MiB: winning blocks back comes first */
+            page_hugify(now);
         stat_add_shared(STAT_reclaimer_runs, 1);
         stats_publish(false);
         if (!page_purge_pending() && !sl_opt.publish && !boosting)
