@@ -1,0 +1,293 @@
+/* The watermark boost (reclaim/boost.c) and the shrinker protocol
+ * (cache.c). CMakeLists.txt runs it as `boost` (SLUICE_HEAP_LIMIT=16M)
+ * and `boost_off` (the same with SLUICE_BOOST=0).
+ *   - Past the budget, extfrag events raise the boost; the reclaimer
+ *     thread then calls the shrinker of a reclaimable cache (on its own
+ *     thread, none of ours), and the thread heaps give back their page
+ *     caches and spare slabs (boost_drains). With SLUICE_BOOST=0 none of
+ *     that happens. Every byte of every object is checked.
+ *   - sl_cache_set_reclaim(c, NULL) returns only once a running call of
+ *     the old shrinker has returned, and the shrinker is not called again.
+ *   - A shrinker may remove itself.
+ *   - fork while a shrinker runs on another thread: the child can remove
+ *     it at once (no call is running there).
+ * Uses the sl_ names (UBSan and TSan builds run it too). */
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sluice.h"
+#include "t.h"
+
+/* ---- an LRU cache with a shrinker ---------------------------------------- */
+
+struct rec {
+    struct rec *prev, *next;
+    unsigned char v;
+    unsigned char payload[495];
+};
+static sl_cache_t *lru_cache;
+static pthread_mutex_t lru_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rec *head, *tail;
+static size_t count;
+static pthread_t ours[3];
+static _Atomic int nours, shrinker_calls, shrinker_foreign, bad;
+
+static bool is_ours(pthread_t t)
+{
+    for (int i = 0; i < nours; i++)
+        if (pthread_equal(ours[i], t))
+            return true;
+    return false;
+}
+
+static bool rec_intact(const struct rec *r)
+{
+    for (size_t i = 0; i < sizeof r->payload; i++)
+        if (r->payload[i] != r->v)
+            return false;
+    return true;
+}
+
+static size_t lru_shrink(sl_cache_t *c, size_t want)
+{
+    shrinker_calls++;
+    if (!is_ours(pthread_self()))
+        shrinker_foreign++;
+    size_t n = 0;
+    pthread_mutex_lock(&lru_lock);
+    while (n < want && tail) {
+        struct rec *r = tail;
+        tail = r->prev;
+        if (tail)
+            tail->next = NULL;
+        else
+            head = NULL;
+        count--;
+        bad += !rec_intact(r);
+        sl_cache_free(c, r);
+        n++;
+    }
+    pthread_mutex_unlock(&lru_lock);
+    return n;
+}
+
+static _Atomic int stop;
+
+/* Fills the LRU (capped at 12 MiB), as a program's cache would. */
+static void *filler(void *arg)
+{
+    unsigned char v = 1;
+    (void)arg;
+    while (!stop) {
+        struct rec *r = sl_cache_alloc(lru_cache);
+        if (!r) {
+            bad++;
+            break;
+        }
+        r->v = v++;
+        memset(r->payload, r->v, sizeof r->payload);
+        struct rec *evict = NULL;
+        pthread_mutex_lock(&lru_lock);
+        r->prev = NULL;
+        r->next = head;
+        if (head)
+            head->prev = r;
+        head = r;
+        if (!tail)
+            tail = r;
+        if (++count > (12u << 20) / sizeof *r) {
+            evict = tail;
+            tail = evict->prev;
+            tail->next = NULL;
+            count--;
+        }
+        pthread_mutex_unlock(&lru_lock);
+        if (evict) {
+            bad += !rec_intact(evict);
+            sl_cache_free(lru_cache, evict);
+        }
+    }
+    return NULL;
+}
+
+/* Small long-lived objects and medium buffers, mixed: past the budget the
+ * types fall back into each other's blocks. */
+static void *mixer(void *arg)
+{
+    enum { SMALL = 20000, RUNS = 24 };
+    static unsigned char *small[SMALL], *runs[RUNS];
+    unsigned long long seed = 5;
+    (void)arg;
+    for (unsigned i = 0; !stop; i++) {
+        unsigned s = (unsigned)(t_rand(&seed) % SMALL), r = i % RUNS;
+        if (small[s]) {
+            bad += small[s][0] != (unsigned char)s || small[s][63] != (unsigned char)s;
+            sl_free(small[s]);
+        }
+        small[s] = sl_malloc(64 + s % 128);
+        memset(small[s], (int)s, 64);
+        if (runs[r]) {
+            bad += runs[r][0] != (unsigned char)r || runs[r][40000] != (unsigned char)r;
+            sl_free(runs[r]);
+        }
+        runs[r] = sl_malloc((48 << 10) + (t_rand(&seed) % 4) * 4096);
+        memset(runs[r], (int)r, 48 << 10);
+    }
+    for (unsigned i = 0; i < SMALL; i++)
+        sl_free(small[i]);
+    for (unsigned i = 0; i < RUNS; i++)
+        sl_free(runs[i]);
+    return NULL;
+}
+
+static void boost_scenario(bool boost_on)
+{
+    lru_cache = sl_cache_create("boost-lru", sizeof(struct rec), 0, SL_CACHE_RECLAIMABLE, NULL);
+    sl_cache_set_reclaim(lru_cache, lru_shrink);
+    ours[nours++] = pthread_self();
+    pthread_t f, m;
+    pthread_create(&f, NULL, filler, NULL);
+    pthread_create(&m, NULL, mixer, NULL);
+    ours[nours++] = f;
+    ours[nours++] = m;
+    /* until the reclaimer has called the shrinker, at most 5 s (off: 1.5 s) */
+    for (int t = 0; t < (boost_on ? 5000 : 1500) && !(boost_on && shrinker_foreign && sl_stat("boost_drains")); t += 50)
+        usleep(50 * 1000);
+    stop = 1;
+    pthread_join(f, NULL);
+    pthread_join(m, NULL);
+    printf("boost %s: extfrag %llu, boosts %llu, passes %llu, drains %llu, shrinker calls %d (%d on the "
+           "reclaimer)\n",
+           boost_on ? "on" : "off", (unsigned long long)sl_stat("extfrag"), (unsigned long long)sl_stat("boost_events"),
+           (unsigned long long)sl_stat("boost_runs"), (unsigned long long)sl_stat("boost_drains"), (int)shrinker_calls,
+           (int)shrinker_foreign);
+    CHECK(sl_stat("extfrag") > 0); /* the budget was reached */
+    if (boost_on) {
+        CHECK(sl_stat("boost_events") > 0);
+        CHECK(sl_stat("boost_runs") > 0);
+        CHECK(shrinker_foreign > 0); /* on the reclaimer thread */
+        CHECK(sl_stat("reclaim_calls") > 0);
+        CHECK(sl_stat("boost_drains") > 0);
+    } else {
+        CHECK_EQ(sl_stat("boost_events"), 0);
+        CHECK_EQ(sl_stat("boost_runs"), 0);
+        CHECK_EQ(shrinker_calls, 0);
+        CHECK_EQ(sl_stat("boost_drains"), 0);
+    }
+    CHECK_EQ(bad, 0);
+    sl_cache_set_reclaim(lru_cache, NULL);
+    pthread_mutex_lock(&lru_lock);
+    for (struct rec *r = head; r; r = r->next)
+        bad += !rec_intact(r);
+    pthread_mutex_unlock(&lru_lock);
+    CHECK_EQ(bad, 0);
+    CHECK(sl_check() == 0);
+    sl_cache_destroy(lru_cache);
+}
+
+/* ---- removal waits for a running call --------------------------------------- */
+
+static _Atomic int slow_in, slow_out, slow_calls;
+
+static size_t slow_shrink(sl_cache_t *c, size_t want)
+{
+    (void)c, (void)want;
+    slow_calls++;
+    slow_in = 1;
+    usleep(200 * 1000);
+    slow_out = 1;
+    return 0;
+}
+
+static void *purger(void *arg)
+{
+    (void)arg;
+    sl_purge();
+    return NULL;
+}
+
+static void removal_waits(void)
+{
+    sl_cache_t *c = sl_cache_create("boost-slow", 64, 0, SL_CACHE_RECLAIMABLE, NULL);
+    sl_cache_set_reclaim(c, slow_shrink);
+    pthread_t p;
+    pthread_create(&p, NULL, purger, NULL);
+    while (!slow_in)
+        usleep(1000);
+    sl_cache_set_reclaim(c, NULL);
+    CHECK_EQ(slow_out, 1); /* returned only after the call had */
+    pthread_join(p, NULL);
+    int calls = slow_calls;
+    sl_purge();
+    CHECK_EQ(slow_calls, calls); /* not called again */
+    sl_cache_destroy(c);
+}
+
+/* ---- a shrinker that removes itself ----------------------------------------- */
+
+static _Atomic int self_calls;
+static size_t self_removing(sl_cache_t *c, size_t want)
+{
+    (void)want;
+    self_calls++;
+    sl_cache_set_reclaim(c, NULL); /* must not wait for itself */
+    return 0;
+}
+
+static void self_removal(void)
+{
+    sl_cache_t *c = sl_cache_create("boost-self", 64, 0, 0, NULL);
+    sl_cache_set_reclaim(c, self_removing);
+    sl_purge();
+    sl_purge();
+    CHECK_EQ(self_calls, 1);
+    sl_cache_destroy(c);
+}
+
+/* ---- fork while a shrinker runs elsewhere -------------------------------------- */
+
+static void fork_during_shrink(void)
+{
+    sl_cache_t *c = sl_cache_create("boost-fork", 64, 0, SL_CACHE_RECLAIMABLE, NULL);
+    slow_in = slow_out = 0;
+    sl_cache_set_reclaim(c, slow_shrink);
+    pthread_t p;
+    pthread_create(&p, NULL, purger, NULL);
+    while (!slow_in)
+        usleep(1000);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(5); /* a hang is a failure, not a stuck test */
+        sl_cache_set_reclaim(c, NULL); /* no call is running here */
+        void *o = sl_cache_alloc(c);
+        sl_cache_free(c, o);
+        sl_cache_destroy(c);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    pthread_join(p, NULL);
+    sl_cache_destroy(c); /* forgets the shrinker, waiting as removal does */
+}
+
+int main(void)
+{
+    const char *b = getenv("SLUICE_BOOST");
+    bool boost_on = !(b && !strcmp(b, "0"));
+    if (!sl_stat("budget_bytes")) {
+        printf("boost: no heap budget (SLUICE_HEAP_LIMIT): the scenario needs one\n");
+        CHECK(0);
+    }
+    boost_scenario(boost_on);
+    removal_waits();
+    self_removal();
+    fork_during_shrink();
+    return t_done("boost");
+}

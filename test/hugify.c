@@ -1,0 +1,157 @@
+/* Hugepage-backed pageblocks (page/hugify.c, SLUICE_THP=collapse, the
+ * default). CMakeLists.txt runs it with short decays. Checks:
+ *   - dense pageblocks that stay dense are collapsed by the reclaimer
+ *     (thp_collapse, thp_blocks), and the kernel then backs them with
+ *     hugepages (block_thp_bytes);
+ *   - the coverage gauges agree with the kernel: block_thp_bytes +
+ *     huge_thp_bytes equals smaps_rollup's AnonHugePages (nothing else in
+ *     this process has hugepages);
+ *   - a purge does not split a dense hugepage: frees that leave the
+ *     blocks dense, then decays and sl_purge, and the blocks are still
+ *     hugepages; their free pages count in dirty_thp_bytes;
+ *   - a block that turns sparse gives its hugepage up (thp_split) and is
+ *     purged;
+ *   - every byte of every object survives all of it, and fork.
+ * Skipped (with a line saying so) where the kernel has THP off. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sluice.h"
+#include "t.h"
+
+enum { OBJ = 4096, N = 6000 }; /* 4 KiB objects: about 12 pageblocks, dense */
+static unsigned char *objs[N];
+
+static uint64_t rollup_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    size_t k = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, k) && line[k] == ':')
+            sscanf(line + k + 1, "%llu", &kb);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+static bool thp_enabled(void)
+{
+    char buf[128] = "";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f))
+            buf[0] = 0;
+        fclose(f);
+    }
+    return f && !strstr(buf, "[never]");
+}
+
+static size_t intact(void)
+{
+    size_t bad = 0;
+    for (int i = 0; i < N; i++)
+        if (objs[i])
+            for (int j = 0; j < OBJ; j += 512)
+                bad += objs[i][j] != (unsigned char)(i * 13 + 1);
+    return bad;
+}
+
+static void *nothing(void *arg) { return arg; }
+
+/* Wait (at most ms) for a stat to reach at least v. */
+static uint64_t wait_stat(const char *name, uint64_t v, int ms)
+{
+    uint64_t got = 0;
+    for (int t = 0; t < ms && (got = sl_stat(name)) < v; t += 50)
+        usleep(50 * 1000);
+    return got;
+}
+
+static void gauges_agree(const char *when)
+{
+    uint64_t ours = (sl_stat("block_thp_bytes") + sl_stat("huge_thp_bytes")) >> 10, kernel = rollup_kb("AnonHugePages");
+    if (ours != kernel)
+        fprintf(stderr, "%s: sluice says %llu kB in hugepages, smaps_rollup %llu kB\n", when,
+                (unsigned long long)ours, (unsigned long long)kernel);
+    CHECK_EQ(ours, kernel);
+}
+
+int main(void)
+{
+    if (!thp_enabled()) {
+        printf("hugify: transparent hugepages are off here: skipped\n");
+        return 0;
+    }
+    pthread_t t; /* the reclaimer starts once the program has a thread */
+    pthread_create(&t, NULL, nothing, NULL);
+    pthread_join(t, NULL);
+    for (int i = 0; i < N; i++) {
+        objs[i] = sl_malloc(OBJ);
+        memset(objs[i], i * 13 + 1, OBJ);
+    }
+    sl_free(sl_malloc(512 << 10)); /* dirty pages in the page heap: the reclaimer starts */
+    /* dense for HUGIFY_AGE_MS (1 s), then the reclaimer's next pass */
+    uint64_t collapsed = wait_stat("thp_collapse", 4, 5000);
+    /* then until no more come (the reclaimer collapses 8 per pass) */
+    for (int t = 0; t < 10; t++) {
+        usleep(1500 * 1000);
+        uint64_t now = sl_stat("thp_collapse");
+        if (now == collapsed && sl_stat("thp_blocks") == now)
+            break;
+        collapsed = now;
+    }
+    printf("hugify: %llu blocks collapsed, %llu thp blocks, %llu MiB of pageblocks in hugepages\n",
+           (unsigned long long)collapsed, (unsigned long long)sl_stat("thp_blocks"),
+           (unsigned long long)(sl_stat("block_thp_bytes") >> 20));
+    CHECK(collapsed >= 4);
+    CHECK(sl_stat("thp_blocks") >= 4);
+    CHECK(sl_stat("block_thp_bytes") >= 4ull << 21);
+    gauges_agree("after the collapse");
+    CHECK_EQ(intact(), 0);
+
+    /* frees that leave the blocks dense: every 16th object */
+    uint64_t thp_before = sl_stat("block_thp_bytes");
+    for (int i = 0; i < N; i += 16) {
+        sl_free(objs[i]);
+        objs[i] = NULL;
+    }
+    usleep(800 * 1000); /* decays of 100 and 300 ms: purging would have run */
+    sl_purge();
+    CHECK(sl_stat("dirty_thp_bytes") > 0); /* the freed pages stay, counted */
+    CHECK(sl_stat("block_thp_bytes") >= thp_before); /* none split */
+    CHECK_EQ(sl_stat("thp_split"), 0);
+    gauges_agree("after the purge of dense blocks");
+    CHECK_EQ(intact(), 0);
+
+    pid_t pid = fork();
+    if (pid == 0) { /* the child's blocks are its own copies: same data */
+        _exit(intact() == 0 && sl_check() == 0 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    /* sparse: keep one object in 8 */
+    for (int i = 0; i < N; i++)
+        if (i % 8 && objs[i]) {
+            sl_free(objs[i]);
+            objs[i] = NULL;
+        }
+    usleep(800 * 1000);
+    sl_purge();
+    CHECK(sl_stat("thp_split") > 0);
+    CHECK(sl_stat("block_thp_bytes") < thp_before);
+    gauges_agree("after the sparse blocks were purged");
+    CHECK_EQ(intact(), 0);
+    CHECK(sl_check() == 0);
+    for (int i = 0; i < N; i++)
+        sl_free(objs[i]);
+    return t_done("hugify");
+}
