@@ -12,6 +12,10 @@
  *   - a block that turns sparse gives its hugepage up (thp_split) and is
  *     purged;
  *   - every byte of every object survives all of it, and fork.
+ * With SLUICE_RECLAIMER=off (hugify_advise) the program's own slow paths
+ * advise dense blocks MADV_HUGEPAGE instead; under injected madvise
+ * failures (hugify_fault, the fault-injection build) every block stays a
+ * plain one, counted in thp_failed, and nothing is lost.
  * Skipped (with a line saying so) where the kernel has THP off. */
 #include <pthread.h>
 #include <stdbool.h>
@@ -83,8 +87,27 @@ static void gauges_agree(const char *when)
     CHECK_EQ(ours, kernel);
 }
 
+/* Keep the program's own slow paths running while waiting (without a
+ * reclaimer they do the hugepage pass): a run too long for the page cache. */
+static uint64_t wait_busy(const char *name, uint64_t v, int ms)
+{
+    uint64_t got = 0;
+    for (int t = 0; t < ms && (got = sl_stat(name)) < v; t += 50) {
+        sl_free(sl_malloc(512 << 10));
+        usleep(50 * 1000);
+    }
+    return got;
+}
+
 int main(void)
 {
+    const char *r = getenv("SLUICE_RECLAIMER");
+    bool in_thread = r && !strcmp(r, "off"); /* no reclaimer: MADV_HUGEPAGE by a slow path */
+#ifdef HUGIFY_FAULT
+    bool refused = true; /* SLUICE_FAULT=madvise:every=1: every madvise fails */
+#else
+    bool refused = false;
+#endif
     if (!thp_enabled()) {
         printf("hugify: transparent hugepages are off here: skipped\n");
         return 0;
@@ -97,6 +120,34 @@ int main(void)
         memset(objs[i], i * 13 + 1, OBJ);
     }
     sl_free(sl_malloc(512 << 10)); /* dirty pages in the page heap: the reclaimer starts */
+    if (refused || in_thread) {
+        const char *stat = refused ? "thp_failed" : "thp_advise";
+        uint64_t got = wait_busy(stat, 4, 6000);
+        printf("hugify (%s): %llu %s\n", refused ? "madvise refused" : "no reclaimer", (unsigned long long)got, stat);
+        CHECK(got >= 4);
+        CHECK_EQ(sl_stat("thp_collapse"), 0);
+        if (refused) { /* a refused block is not counted as a hugepage, and is purged as any */
+            CHECK_EQ(sl_stat("thp_blocks"), 0);
+            CHECK_EQ(sl_stat("block_thp_bytes"), 0);
+        } else {
+            CHECK(sl_stat("thp_blocks") >= 4);
+            for (int i = 0; i < N; i += 16) { /* still dense: advised blocks are not purged */
+                sl_free(objs[i]);
+                objs[i] = NULL;
+            }
+            uint64_t advised = sl_stat("thp_blocks");
+            usleep(500 * 1000);
+            sl_purge();
+            CHECK_EQ(sl_stat("thp_split"), 0);
+            CHECK(sl_stat("thp_blocks") >= advised); /* none given up */
+        }
+        gauges_agree("after the advice");
+        CHECK_EQ(intact(), 0);
+        CHECK(sl_check() == 0);
+        for (int i = 0; i < N; i++)
+            sl_free(objs[i]);
+        return t_done("hugify");
+    }
     /* dense for HUGIFY_AGE_MS (1 s), then the reclaimer's next pass */
     uint64_t collapsed = wait_stat("thp_collapse", 4, 5000);
     /* then until no more come (the reclaimer collapses 8 per pass) */
