@@ -16,29 +16,16 @@ import argparse
 import os
 import random
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ALLOCATORS, ROOT  # noqa: E402
+from run import ALLOCATORS, ROOT, run_keyed  # noqa: E402
 
 PROG = os.path.join(ROOT, "build", "bench", "bench_fragment")
 RESULTS = os.path.join(ROOT, "bench", "results")
 SLUICE = dict(ALLOCATORS)["sluice"]
 KEYS = ["extfrag", "serious", "shrinker_evicted", "thp_demand_pct", "fault_med_us", "fault_p99_us",
         "held_over_live", "rss_thp_pct", "block_thp_pct", "seconds"]
-
-
-def run(lib, env_extra, budget):
-    env = dict(os.environ)
-    for k in list(env):
-        if k.startswith("SLUICE_") or k == "LD_PRELOAD":
-            del env[k]
-    env.update(env_extra)
-    if lib:
-        env["LD_PRELOAD"] = lib
-    out = subprocess.run([PROG, str(budget)], env=env, capture_output=True, text=True, check=True).stdout
-    return {k: float(v) for k, v in (f.split("=") for f in out.split())}
 
 
 def main():
@@ -58,7 +45,7 @@ def main():
         order = configs[:]
         rng.shuffle(order)
         for label, lib, env in order:
-            res[label].append(run(lib, env, a.budget))
+            res[label].append(run_keyed(PROG, [a.budget], lib, env))
         print(f"repeat {rep + 1}/{a.repeats} done", file=sys.stderr)
 
     def med(label, key):

@@ -46,6 +46,17 @@ BENCHES = [
 ]
 
 
+def run_keyed(prog, args, lib, env_extra=None):
+    """Run prog under lib (None: glibc) with no SLUICE_ setting but
+    env_extra's; its key=value output as a dict of floats."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_") and k != "LD_PRELOAD"}
+    env.update(env_extra or {})
+    if lib:
+        env["LD_PRELOAD"] = lib
+    out = subprocess.run([prog] + [str(a) for a in args], env=env, capture_output=True, text=True, check=True).stdout
+    return {k: float(v) for k, v in (f.split("=") for f in out.split())}
+
+
 def run_once(prog, scale, lib):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)

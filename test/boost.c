@@ -35,16 +35,8 @@ static sl_cache_t *lru_cache;
 static pthread_mutex_t lru_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rec *head, *tail;
 static size_t count;
-static pthread_t ours[3];
-static _Atomic int nours, shrinker_calls, shrinker_foreign, bad;
-
-static bool is_ours(pthread_t t)
-{
-    for (int i = 0; i < nours; i++)
-        if (pthread_equal(ours[i], t))
-            return true;
-    return false;
-}
+static _Atomic int shrinker_calls, shrinker_foreign, bad;
+static __thread bool ours; /* set by each thread this test starts, and main */
 
 static bool rec_intact(const struct rec *r)
 {
@@ -57,7 +49,7 @@ static bool rec_intact(const struct rec *r)
 static size_t lru_shrink(sl_cache_t *c, size_t want)
 {
     shrinker_calls++;
-    if (!is_ours(pthread_self()))
+    if (!ours)
         shrinker_foreign++;
     size_t n = 0;
     pthread_mutex_lock(&lru_lock);
@@ -84,6 +76,7 @@ static void *filler(void *arg)
 {
     unsigned char v = 1;
     (void)arg;
+    ours = true;
     while (!stop) {
         struct rec *r = sl_cache_alloc(lru_cache);
         if (!r) {
@@ -124,6 +117,7 @@ static void *mixer(void *arg)
     static unsigned char *small[SMALL], *runs[RUNS];
     unsigned long long seed = 5;
     (void)arg;
+    ours = true;
     for (unsigned i = 0; !stop; i++) {
         unsigned s = (unsigned)(t_rand(&seed) % SMALL), r = i % RUNS;
         if (small[s]) {
@@ -150,14 +144,14 @@ static void boost_scenario(bool boost_on)
 {
     lru_cache = sl_cache_create("boost-lru", sizeof(struct rec), 0, SL_CACHE_RECLAIMABLE, NULL);
     sl_cache_set_reclaim(lru_cache, lru_shrink);
-    ours[nours++] = pthread_self();
+    ours = true;
     pthread_t f, m;
     pthread_create(&f, NULL, filler, NULL);
     pthread_create(&m, NULL, mixer, NULL);
-    ours[nours++] = f;
-    ours[nours++] = m;
-    /* until the reclaimer has called the shrinker, at most 5 s (off: 1.5 s) */
-    for (int t = 0; t < (boost_on ? 5000 : 1500) && !(boost_on && shrinker_foreign && sl_stat("boost_drains")); t += 50)
+    /* until an event, and the reclaimer has called the shrinker, at most 5 s (off: 1.5 s) */
+    for (int t = 0; t < (boost_on ? 5000 : 1500) &&
+                    !(boost_on && sl_stat("extfrag") && shrinker_foreign && sl_stat("boost_drains"));
+         t += 50)
         usleep(50 * 1000);
     stop = 1;
     pthread_join(f, NULL);
