@@ -6,6 +6,8 @@
  *     thread, none of ours), and the thread heaps give back their page
  *     caches and spare slabs (boost_drains). With SLUICE_BOOST=0 none of
  *     that happens. Every byte of every object is checked.
+ *   - In a program that only allocates, the low watermark alone (no event
+ *     yet) gets the shrinker called on the reclaimer.
  *   - sl_cache_set_reclaim(c, NULL) returns only once a running call of
  *     the old shrinker has returned, and the shrinker is not called again.
  *   - A shrinker may remove itself.
@@ -185,6 +187,68 @@ static void boost_scenario(bool boost_on)
     sl_cache_destroy(lru_cache);
 }
 
+/* ---- the low watermark alone starts the reclaimer ---------------------------- */
+
+static void *nothing(void *arg) { return arg; }
+
+static void lru_push(struct rec *r)
+{
+    pthread_mutex_lock(&lru_lock);
+    r->prev = NULL;
+    r->next = head;
+    if (head)
+        head->prev = r;
+    head = r;
+    if (!tail)
+        tail = r;
+    count++;
+    pthread_mutex_unlock(&lru_lock);
+}
+
+/* A program that only allocates: the headroom falling under the low
+ * watermark, with no event yet, is enough for the reclaimer to be started
+ * (by an owner's slow path: no dirty pages may be there to start it) and
+ * to call the shrinker on its own thread. Run first, before anything is
+ * freed. */
+static void watermark_starts_reclaimer(void)
+{
+    lru_cache = sl_cache_create("boost-wmark", sizeof(struct rec), 0, SL_CACHE_RECLAIMABLE, NULL);
+    sl_cache_set_reclaim(lru_cache, lru_shrink);
+    pthread_t t; /* the program is no longer single-threaded: it may have a reclaimer */
+    pthread_create(&t, NULL, nothing, NULL);
+    pthread_join(t, NULL);
+    ours = true;
+    uint64_t budget = sl_stat("budget_bytes"), block = 2u << 20;
+    CHECK_EQ(sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls"), 0);
+    size_t made = 0;
+    for (int ms = 0; ms < 5000 && !shrinker_foreign && made < 2 * budget / sizeof(struct rec);) {
+        for (int i = 0; i < 256; i++, made++) {
+            struct rec *r = sl_cache_alloc(lru_cache);
+            r->v = (unsigned char)made;
+            memset(r->payload, r->v, sizeof r->payload);
+            lru_push(r);
+        }
+        if ((sl_stat("blocks") + 2) * block >= budget) { /* near the budget: let the reclaimer in */
+            usleep(1000);
+            ms++;
+        }
+    }
+    printf("boost: low watermark: %zu records made, %d shrinker calls on the reclaimer, extfrag %llu\n", made,
+           (int)shrinker_foreign, (unsigned long long)sl_stat("extfrag"));
+    CHECK(shrinker_foreign > 0);
+    sl_cache_set_reclaim(lru_cache, NULL);
+    for (struct rec *r = head, *next; r; r = next) {
+        next = r->next;
+        bad += !rec_intact(r);
+        sl_cache_free(lru_cache, r);
+    }
+    head = tail = NULL;
+    count = 0;
+    CHECK_EQ(bad, 0);
+    sl_cache_destroy(lru_cache);
+    shrinker_calls = shrinker_foreign = 0;
+}
+
 /* ---- removal waits for a running call --------------------------------------- */
 
 static _Atomic int slow_in, slow_out, slow_calls;
@@ -279,6 +343,8 @@ int main(void)
         printf("boost: no heap budget (SLUICE_HEAP_LIMIT): the scenario needs one\n");
         CHECK(0);
     }
+    if (boost_on)
+        watermark_starts_reclaimer();
     boost_scenario(boost_on);
     removal_waits();
     self_removal();

@@ -38,7 +38,7 @@
 #define DENSE_FREE_MAX  (BLOCK_USABLE_PAGES / 8)
 #define SPARSE_FREE_MIN (BLOCK_USABLE_PAGES / 2)
 #define HUGIFY_AGE_MS   1000 /* dense this long: long-lived enough */
-#define HUGIFY_BATCH    8    /* blocks collapsed per pass */
+#define HUGIFY_BATCH    32   /* blocks collapsed per pass (a boost cuts a pass short) */
 
 static _Atomic int hugify_busy;      /* one pass at a time (reset in a fork child) */
 static _Atomic int collapse_refused; /* the kernel has no MADV_COLLAPSE */
@@ -100,8 +100,10 @@ void hugify(uint64_t now, bool background)
     for (unsigned i = 0; i < k; i++) {
         struct block *b = todo[i];
         int r = EINVAL;
-        bool collapsed = false;
-        if (background && !ld_relaxed(&collapse_refused)) {
+        bool collapsed = false, skipped = background && i && page_boost_deficit(NULL);
+        if (skipped) /* a boost came: winning blocks back goes first; the rest wait */
+            r = EAGAIN;
+        else if (background && !ld_relaxed(&collapse_refused)) {
             r = os_collapse(b, SL_BLOCK);
             collapsed = !r;
             if (r == EINVAL) /* no MADV_COLLAPSE here: leave it to khugepaged */
@@ -109,7 +111,8 @@ void hugify(uint64_t now, bool background)
         }
         if (r == EINVAL)
             r = os_huge(b, SL_BLOCK);
-        stat_add_shared(r ? STAT_thp_failed : collapsed ? STAT_thp_collapse : STAT_thp_advise, 1);
+        if (!skipped)
+            stat_add_shared(r ? STAT_thp_failed : collapsed ? STAT_thp_collapse : STAT_thp_advise, 1);
         lock_acquire(&heap.lock);
         b->pinned = false;
         if (r)

@@ -269,8 +269,10 @@ static bool over_budget(void) { return heap.budget && (heap.nblocks + 1) * SL_BL
 #define BOOST_DECAY_MS 1000
 #define BOOST_MAX_DIV  8
 #define WMARK_LOW_DIV  32
+#define WMARK_HIGH_X   3
 
 static size_t budget_blocks(void) { return heap.budget / SL_BLOCK; }
+size_t page_budget_blocks(void) { return ld_relaxed(&heap.budget) / SL_BLOCK; }
 static size_t wmark_low(void) { return budget_blocks() / WMARK_LOW_DIV ? budget_blocks() / WMARK_LOW_DIV : 1; }
 
 static size_t headroom(void)
@@ -308,14 +310,16 @@ static void wmark_check(void)
         heap.boost_wake = true;
 }
 
-size_t page_boost_deficit(void)
+size_t page_boost_deficit(bool *urgent)
 {
     lock_acquire(&heap.lock);
-    size_t want = 0;
+    size_t want = 0, have = headroom();
     if (sl_opt.boost && heap.budget) {
-        size_t high = 2 * wmark_low() + boost_now(os_now_ms()), have = headroom();
+        size_t high = WMARK_HIGH_X * wmark_low() + boost_now(os_now_ms());
         want = have < high ? high - have : 0;
     }
+    if (urgent)
+        *urgent = want && have < wmark_low();
     heap_unlock();
     return want;
 }

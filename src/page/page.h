@@ -96,11 +96,15 @@ void purge_fork_child(void);
  * returns true; false if there is no reclaimer (the freeing thread then
  * enforces the cap itself, at most once per tick). */
 void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void), bool (*running)(void));
+/* Start the reclaimer now if the program may have one (a slow path, no
+ * lock held): the boost's work cannot wait for dirty pages to start it. */
+void page_start_reclaimer(void);
 
 /* Watermark boost (page.c; the work is reclaim/boost.c). Blocks of
  * headroom the reclaimer should win back now (0: none wanted, or no
  * budget, or SLUICE_BOOST=0). */
-size_t page_boost_deficit(void);
+size_t page_boost_deficit(bool *urgent);
+size_t page_budget_blocks(void); /* the heap budget in pageblocks (0: none) */
 /* Owners drain their page caches and spare slabs on their next slow path
  * once this number changes (slab/heap.h, heap_boost_check). */
 extern _Atomic uint32_t page_boost_gen_word;

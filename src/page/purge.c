@@ -373,6 +373,8 @@ static void start_reclaimer(void)
         st_relaxed(&hook_fired, 0);
 }
 
+void page_start_reclaimer(void) { start_reclaimer(); }
+
 void purge_maybe(void)
 {
     if (sl_opt.publish) /* SLUICE_PUBLISH: the reclaimer writes the statistics from the start */

@@ -29,6 +29,7 @@
  * 2 and 3 for itself (heap_boost_in_thread).
  */
 #include "boost.h"
+#include "reclaimer.h"
 
 #include "../cache/cache.h"
 #include "../options/options.h"
@@ -39,8 +40,10 @@
 
 #define BOOST_PASS_MS   5  /* owners asked, orphans drained */
 #define BOOST_SHRINK_MS 50 /* shrinkers asked */
+#define BOOST_URGENT_MS 1  /* shrinkers, under the low watermark */
+#define BOOST_URGENT_MAX_DIV 4
 
-static _Atomic uint64_t last_pass_ms, last_shrink_ms;
+static _Atomic uint64_t last_pass_ms, last_shrink_ms, last_urgent_ms;
 
 /* At most one per every_ms, whoever asks. */
 static bool due(_Atomic uint64_t *last_ms, uint64_t every_ms)
@@ -50,24 +53,52 @@ static bool due(_Atomic uint64_t *last_ms, uint64_t every_ms)
            atomic_compare_exchange_strong_explicit(last_ms, &last, now, memory_order_relaxed, memory_order_relaxed);
 }
 
-bool boost_run(void)
+/* Shrinkers: every BOOST_SHRINK_MS for the deficit; under the low
+ * watermark every BOOST_URGENT_MS, as long as the asks of the window
+ * (since the last regular one) stay within BOOST_URGENT_MAX_DIV of the
+ * budget: what a shrinker freed may still be on its way back through the
+ * owners, and asking again for the same deficit would empty the cache. */
+static bool shrink_due(bool urgent, size_t deficit)
 {
-    size_t deficit = page_boost_deficit();
-    if (!deficit || !due(&last_pass_ms, BOOST_PASS_MS))
-        return deficit != 0;
-    if (due(&last_shrink_ms, BOOST_SHRINK_MS))
-        cache_reclaim_all(deficit * SL_BLOCK);
-    page_boost_ask_owners();
-    heap_reclaim_orphans();
-    stat_add_shared(STAT_boost_runs, 1);
-    return page_boost_deficit() != 0;
+    static size_t window_blocks; /* the reclaimer's own (or sl_purge's caller's) */
+    if (due(&last_shrink_ms, BOOST_SHRINK_MS)) {
+        window_blocks = deficit;
+        return true;
+    }
+    if (!urgent || window_blocks + deficit > page_budget_blocks() / BOOST_URGENT_MAX_DIV ||
+        !due(&last_urgent_ms, BOOST_URGENT_MS))
+        return false;
+    window_blocks += deficit;
+    return true;
 }
 
-/* An allocating thread of a program with no reclaimer, having drained its
- * own heap: the orphans too (no shrinkers: see above). */
+bool boost_run(void)
+{
+    bool urgent;
+    size_t deficit = page_boost_deficit(&urgent);
+    if (!deficit)
+        return false;
+    bool shrink = shrink_due(urgent, deficit), pass = due(&last_pass_ms, BOOST_PASS_MS);
+    if (shrink)
+        cache_reclaim_all(deficit * SL_BLOCK);
+    if (pass || shrink) {
+        page_boost_ask_owners();
+        heap_reclaim_orphans();
+        stat_add_shared(STAT_boost_runs, 1);
+    }
+    return page_boost_deficit(NULL) != 0;
+}
+
+/* An allocating thread asked by a boost with no reclaimer to hear it, having
+ * drained its own heap: start the reclaimer if the program may have one
+ * (its first pass runs at once: the shrinkers are its work), and drain
+ * the orphans here (no shrinkers: see above). No lock is held. */
 static void boost_in_thread(void)
 {
-    if (page_boost_deficit() && due(&last_pass_ms, BOOST_PASS_MS)) {
+    page_start_reclaimer();
+    if (reclaimer_is_running())
+        return; /* its passes are not to be taken from it */
+    if (page_boost_deficit(NULL) && due(&last_pass_ms, BOOST_PASS_MS)) {
         heap_reclaim_orphans();
         stat_add_shared(STAT_boost_runs, 1);
     }

@@ -6,5 +6,6 @@
 
 void reclaimer_init(void); /* at library load: let the page layer start it */
 void reclaimer_fork_child(void);
+bool reclaimer_is_running(void); /* the thread is up and hears kicks */
 
 #endif
