@@ -272,7 +272,7 @@ static bool over_budget(void) { return heap.budget && (heap.nblocks + 1) * SL_BL
 #define WMARK_HIGH_X   3
 
 static size_t budget_blocks(void) { return heap.budget / SL_BLOCK; }
-size_t page_budget_blocks(void) { return ld_relaxed(&heap.budget) / SL_BLOCK; }
+size_t page_budget_blocks(void) { return __atomic_load_n(&heap.budget, __ATOMIC_RELAXED) / SL_BLOCK; }
 static size_t wmark_low(void) { return budget_blocks() / WMARK_LOW_DIV ? budget_blocks() / WMARK_LOW_DIV : 1; }
 
 static size_t headroom(void)
