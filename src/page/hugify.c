@@ -35,7 +35,7 @@
 #include "../os/os.h"
 #include "page_heap.h"
 
-#define DENSE_FREE_MAX  (BLOCK_USABLE_PAGES / 8)
+#define DENSE_FREE_MAX  (BLOCK_USABLE_PAGES * 5 / 16)
 #define SPARSE_FREE_MIN (BLOCK_USABLE_PAGES / 2)
 #define HUGIFY_AGE_MS   1000 /* dense this long: long-lived enough */
 #define HUGIFY_BATCH    32   /* blocks collapsed per pass (a boost cuts a pass short) */
@@ -64,9 +64,9 @@ bool hugify_may_purge(struct block *b)
     return true;
 }
 
-/* Pick up to HUGIFY_BATCH blocks dense for HUGIFY_AGE_MS; mark them thp
+/* Pick up to max blocks dense for HUGIFY_AGE_MS; mark them thp
  * and pinned, committed whole. Lock held. */
-static unsigned pick(uint64_t now, struct block **todo)
+static unsigned pick(uint64_t now, struct block **todo, unsigned max)
 {
     unsigned k = 0;
     for (struct block *b = heap.all_blocks; b; b = b->anext) {
@@ -80,7 +80,7 @@ static unsigned pick(uint64_t now, struct block **todo)
             b->dense_ms = now;
             continue;
         }
-        if (now - b->dense_ms < HUGIFY_AGE_MS || k == HUGIFY_BATCH || !block_commit(b, SL_BLOCK_PAGES))
+        if (now - b->dense_ms < HUGIFY_AGE_MS || k == max || !block_commit(b, SL_BLOCK_PAGES))
             continue;
         block_set_thp(b, true);
         b->pinned = true;
@@ -89,13 +89,13 @@ static unsigned pick(uint64_t now, struct block **todo)
     return k;
 }
 
-void hugify(uint64_t now, bool background)
+void hugify(uint64_t now, bool background, unsigned max)
 {
     if (sl_opt.thp == THP_NEVER || atomic_exchange(&hugify_busy, 1))
         return;
     struct block *todo[HUGIFY_BATCH];
     lock_acquire(&heap.lock);
-    unsigned k = pick(now ? now : 1, todo);
+    unsigned k = pick(now ? now : 1, todo, max < HUGIFY_BATCH ? max : HUGIFY_BATCH);
     heap_unlock();
     for (unsigned i = 0; i < k; i++) {
         struct block *b = todo[i];
