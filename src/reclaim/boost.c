@@ -64,29 +64,33 @@ static bool due(_Atomic uint64_t *last_ms, uint64_t every_ms)
  *   - regular asks every BOOST_SHRINK_MS while the deficit falls between
  *     them, the interval doubling up to BOOST_SHRINK_MAX_MS while not;
  *   - under the low watermark, an urgent ask at most every
- *     BOOST_URGENT_MS, only when the deficit has grown since the last ask
- *     (the program takes room faster than it comes back), and within
+ *     BOOST_URGENT_MS, only when the deficit is growing again after it
+ *     fell since the last ask (the last ask landed, and the program takes
+ *     room faster than it comes back), and within
  *     1/BOOST_URGENT_MAX_DIV of the budget between regular asks. */
 static struct {
     uint64_t ms, every, urgent_ms;
-    size_t deficit, window;
+    size_t low, window; /* low: the least deficit seen since the last ask */
 } pace = { .every = BOOST_SHRINK_MS };
 
 static bool shrink_due(bool urgent, size_t deficit)
 {
     uint64_t now = os_now_ms();
+    bool fell = pace.ms && pace.low < deficit; /* came down since the last ask, and is rising again */
     if (now - pace.ms >= pace.every) {
-        bool stuck = pace.ms && deficit >= pace.deficit;
+        bool stuck = pace.ms && !fell && pace.low >= deficit;
         pace.every = !stuck ? BOOST_SHRINK_MS : pace.every * 2 < BOOST_SHRINK_MAX_MS ? pace.every * 2 : BOOST_SHRINK_MAX_MS;
         pace.ms = now;
-        pace.deficit = pace.window = deficit;
+        pace.low = pace.window = deficit;
         return true;
     }
-    if (!urgent || deficit <= pace.deficit || now - pace.urgent_ms < BOOST_URGENT_MS ||
+    if (deficit < pace.low)
+        pace.low = deficit;
+    if (!urgent || !fell || now - pace.urgent_ms < BOOST_URGENT_MS ||
         pace.window + deficit > page_budget_blocks() / BOOST_URGENT_MAX_DIV)
         return false;
     pace.urgent_ms = now;
-    pace.deficit = deficit;
+    pace.low = deficit;
     pace.window += deficit;
     return true;
 }
