@@ -50,6 +50,7 @@
 #define PRESSURE_EVERY_MS 100
 #define PUBLISH_EVERY_MS  100  /* SLUICE_PUBLISH: a tick at least this often */
 #define BOOST_TICK_MS     5    /* while the heap is short of headroom */
+#define BOOST_REST_EVERY_MS 1000 /* the decay, cgroup and hugepage passes while boosting */
 #define HUGIFY_BUSY_EVERY_MS 1000 /* one collapse this often while no CPU is idle */
 
 static _Atomic int running;
@@ -260,11 +261,12 @@ static void *reclaimer_main(void *arg)
          * may cost a time slice. Measured on bench/fragment, 2 cores: with
          * the cgroup reads before it, the boost's first pass came 8-16 ms
          * after the wake, and 500 events fell in that window; first, 0-10
-         * events in most runs. The rest (a purge pass may take 10 ms) waits
-         * meanwhile, up to PRESSURE_EVERY_MS. */
+         * events in most runs. The rest waits meanwhile, up to
+         * BOOST_REST_EVERY_MS: a decay pass may take 40 ms, and events
+         * fell in that gap too. */
         boosting = sl_opt.boost && boost_run();
         uint64_t now = os_now_ms();
-        if (boosting && now - last_tick < PRESSURE_EVERY_MS)
+        if (boosting && now - last_tick < BOOST_REST_EVERY_MS)
             continue;
         last_tick = now;
         bool pressure = false;
