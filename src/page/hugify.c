@@ -89,7 +89,7 @@ static unsigned pick(uint64_t now, struct block **todo, unsigned max)
     return k;
 }
 
-void hugify(uint64_t now, bool background, unsigned max)
+void hugify(uint64_t now, bool background, unsigned max, bool (*go_on)(void))
 {
     if (sl_opt.thp == THP_NEVER || atomic_exchange(&hugify_busy, 1))
         return;
@@ -100,8 +100,10 @@ void hugify(uint64_t now, bool background, unsigned max)
     for (unsigned i = 0; i < k; i++) {
         struct block *b = todo[i];
         int r = EINVAL;
-        bool collapsed = false, skipped = background && i && page_boost_deficit(NULL);
-        if (skipped) /* a boost came: winning blocks back goes first; the rest wait */
+        /* a boost came (winning blocks back goes first), or the CPUs
+         * turned busy: the rest wait for a later pass */
+        bool collapsed = false, skipped = background && i && (page_boost_deficit(NULL) || (go_on && !go_on()));
+        if (skipped)
             r = EAGAIN;
         else if (background && !ld_relaxed(&collapse_refused)) {
             r = os_collapse(b, SL_BLOCK);

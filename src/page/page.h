@@ -79,8 +79,9 @@ enum page_state page_advise(void *p, size_t bytes, enum page_state to);
 void page_purge_all(void);
 /* The reclaimer's hugepage pass (hugify.c): collapse up to max dense,
  * long-lived pageblocks into transparent hugepages (MADV_COLLAPSE; a
- * pass takes at most HUGIFY_BATCH). */
-void page_hugify(uint64_t now_ms, unsigned max);
+ * pass takes at most HUGIFY_BATCH); go_on, if given, is asked between
+ * collapses whether to continue. */
+void page_hugify(uint64_t now_ms, unsigned max, bool (*go_on)(void));
 /* Around a bulk release (sl_purge, sl_cache_destroy) by this thread: the
  * pageblocks it frees are given back together at the end, neighbours as
  * one range, so that big ones go to the teardown queue; call the end with

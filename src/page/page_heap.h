@@ -59,7 +59,7 @@ bool hugify_may_purge(struct block *b);
 /* Called from the decay pass outside every lock; background: the
  * reclaimer (MADV_COLLAPSE), else a program's own slow path
  * (MADV_HUGEPAGE, khugepaged does the copy). */
-void hugify(uint64_t now_ms, bool background, unsigned max);
+void hugify(uint64_t now_ms, bool background, unsigned max, bool (*go_on)(void));
 void hugify_fork_child(void);
 
 /* purge.c */

@@ -331,7 +331,7 @@ static void decay(uint64_t now, bool force, bool wait)
 
 void page_purge_decay(uint64_t now, bool force) { decay(now, force, true); }
 
-void page_hugify(uint64_t now, unsigned max) { hugify(now, true, max); }
+void page_hugify(uint64_t now, unsigned max, bool (*go_on)(void)) { hugify(now, true, max, go_on); }
 
 bool page_purge_pending(void) { return purgeable_dirty() || ld_relaxed(&heap.lazy_pages); }
 
@@ -386,7 +386,7 @@ void purge_maybe(void)
     if (sl_opt.thp != THP_NEVER && now - last >= HUGIFY_EVERY_MS && !(running_hook && running_hook()) &&
         atomic_compare_exchange_strong_explicit(&last_hugify_ms, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed))
-        hugify(now, false, UINT32_MAX);
+        hugify(now, false, UINT32_MAX, NULL);
     size_t dirty = purgeable_dirty();
     if (purge_at_once())
         enforce_cap(dirty, 0, UINT64_MAX, true);
