@@ -10,6 +10,8 @@ matplotlib is importable, bench/results/latest.png.
 
   python3 bench/run.py            full run (5 repeats)
   python3 bench/run.py --quick    the demonstration behind `make run`
+  python3 bench/run.py --only sluice,base --with base=/tmp/old/libsluice.so
+                                  a regression check against another build
 """
 import argparse
 import math
@@ -79,10 +81,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="short run for `make run`")
     ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--with", dest="extra", action="append", default=[], metavar="NAME=LIB",
+                    help="also run under LIB, labelled NAME (say, another sluice build: a regression check)")
+    ap.add_argument("--only", default=None, help="comma-separated allocator names to run (default: all)")
     args = ap.parse_args()
     repeats = args.repeats or (3 if args.quick else 5)
 
     allocs = [(n, p) for n, p in ALLOCATORS if p is None or os.path.exists(p)]
+    allocs += [tuple(e.split("=", 1)) for e in args.extra]
+    if args.only:
+        allocs = [a for a in allocs if a[0] in args.only.split(",")]
     missing = [n for n, p in ALLOCATORS if p is not None and not os.path.exists(p)]
     if missing:
         print("not installed, left out:", ", ".join(missing),
