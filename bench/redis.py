@@ -21,7 +21,7 @@ Every repeat runs every allocator once, in a fresh random order; medians.
 The same seed writes the same commands for every allocator.
 
 Writes bench/results/redis.md.
-    python3 bench/redis.py [--repeats N] [--gib G]
+    python3 bench/redis.py [--repeats N] [--gib G] [--only sluice,...]
 """
 import argparse
 import math
@@ -167,12 +167,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gib", type=float, default=1.0)
+    ap.add_argument("--only", default=None, help="comma-separated allocator names (default: all; glibc is needed)")
     a = ap.parse_args()
     if not (shutil.which("redis-server") and shutil.which("redis-benchmark")):
         sys.exit("redis-server and redis-benchmark are needed (Debian: redis-server, redis-tools)")
     libc = os.path.join(LIBDIR, "libc.so.6")
     configs = [(n, libc if n == "glibc" else p, {}) for n, p in ALLOCATORS
-               if (p is None and os.path.exists(libc)) or (p and os.path.exists(p))]
+               if ((p is None and os.path.exists(libc)) or (p and os.path.exists(p)))
+               and (not a.only or n in a.only.split(",") + ["glibc"])]
     res = {c[0]: [] for c in configs}
     rng = random.Random(11)
     for rep in range(a.repeats):
