@@ -191,7 +191,7 @@ def main():
     g_set, g_get = med("glibc", "set_rps"), med("glibc", "get_rps")
     lines = [f"redis-server 7.0 (Debian), {a.gib:g} GiB of mixed-size values with expiries, then more writes "
              f"and {IDLE_S} s idle; medians of {a.repeats} interleaved runs (`python3 bench/redis.py --repeats "
-             f"{a.repeats} --gib {a.gib:g}`). Held: Rss - LazyFree over redis's used_memory; THP: AnonHugePages "
+             f"{a.repeats} --gib {a.gib:g}{' --only ' + a.only if a.only else ''}`). Held: Rss - LazyFree over redis's used_memory; THP: AnonHugePages "
              "over Rss; throughput: redis-benchmark -t set,get -P 16 -d 512, requests/s (ratio to glibc).",
              "",
              "| allocator | used MiB | Rss MiB | held/used | THP of Rss | SET/s | GET/s | load s |",
