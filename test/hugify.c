@@ -13,7 +13,9 @@
  *     purged;
  *   - every byte of every object survives all of it, and fork.
  * With SLUICE_RECLAIMER=off (hugify_advise) the program's own slow paths
- * advise dense blocks MADV_HUGEPAGE instead; under injected madvise
+ * advise dense blocks MADV_HUGEPAGE instead, and so does the reclaimer
+ * where MADV_COLLAPSE fails with EINVAL (hugify_nocollapse, injected: a
+ * kernel older than 6.1); under injected madvise
  * failures (hugify_fault, the fault-injection build) every block stays a
  * plain one, counted in thp_failed, and nothing is lost.
  * Skipped (with a line saying so) where the kernel has THP off. */
@@ -107,6 +109,9 @@ int main(void)
     bool refused = true; /* SLUICE_FAULT=madvise:every=1: every madvise fails */
 #else
     bool refused = false;
+#endif
+#ifdef HUGIFY_NOCOLLAPSE
+    in_thread = true; /* SLUICE_FAULT=collapse:every=1 (EINVAL): the reclaimer advises instead */
 #endif
     if (!thp_enabled()) {
         printf("hugify: transparent hugepages are off here: skipped\n");

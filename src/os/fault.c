@@ -42,6 +42,8 @@ void fault_config(const char *spec)
                 mask |= 1u << FAULT_MADVISE;
             if (!strcmp(op, "mprotect") || !strcmp(op, "all"))
                 mask |= 1u << FAULT_MPROTECT;
+            if (!strcmp(op, "collapse"))
+                mask |= 1u << FAULT_COLLAPSE;
             op = next;
         }
         for (char *kv = rest; kv && *kv;) {

@@ -120,7 +120,12 @@ int os_huge(void *p, size_t size) { return advise(p, size, MADV_HUGEPAGE); }
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25 /* Linux 6.1; older headers lack it */
 #endif
-int os_collapse(void *p, size_t size) { return advise(p, size, MADV_COLLAPSE); }
+int os_collapse(void *p, size_t size)
+{
+    if (config_fault && fault_hit(FAULT_COLLAPSE))
+        return EINVAL; /* as a kernel without MADV_COLLAPSE */
+    return advise(p, size, MADV_COLLAPSE);
+}
 
 static _Atomic int madv_free_refused;
 
