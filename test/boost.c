@@ -71,6 +71,20 @@ static size_t lru_shrink(sl_cache_t *c, size_t want)
     return n;
 }
 
+static void lru_push(struct rec *r)
+{
+    pthread_mutex_lock(&lru_lock);
+    r->prev = NULL;
+    r->next = head;
+    if (head)
+        head->prev = r;
+    head = r;
+    if (!tail)
+        tail = r;
+    count++;
+    pthread_mutex_unlock(&lru_lock);
+}
+
 static _Atomic int stop;
 
 /* Fills the LRU (capped at 12 MiB), as a program's cache would. */
@@ -88,15 +102,9 @@ static void *filler(void *arg)
         r->v = v++;
         memset(r->payload, r->v, sizeof r->payload);
         struct rec *evict = NULL;
+        lru_push(r);
         pthread_mutex_lock(&lru_lock);
-        r->prev = NULL;
-        r->next = head;
-        if (head)
-            head->prev = r;
-        head = r;
-        if (!tail)
-            tail = r;
-        if (++count > (12u << 20) / sizeof *r) {
+        if (count > (12u << 20) / sizeof *r) {
             evict = tail;
             tail = evict->prev;
             tail->next = NULL;
@@ -190,20 +198,6 @@ static void boost_scenario(bool boost_on)
 /* ---- the low watermark alone starts the reclaimer ---------------------------- */
 
 static void *nothing(void *arg) { return arg; }
-
-static void lru_push(struct rec *r)
-{
-    pthread_mutex_lock(&lru_lock);
-    r->prev = NULL;
-    r->next = head;
-    if (head)
-        head->prev = r;
-    head = r;
-    if (!tail)
-        tail = r;
-    count++;
-    pthread_mutex_unlock(&lru_lock);
-}
 
 /* A program that only allocates: the headroom falling under the low
  * watermark, with no event yet, is enough for the reclaimer to be started
