@@ -13,6 +13,8 @@
  *   - A shrinker may remove itself.
  *   - fork while a shrinker runs on another thread: the child can remove
  *     it at once (no call is running there).
+ *   - A shrinker that frees nothing while the heap stays short of room is
+ *     asked at growing intervals (about 6 times in 3 s, not 60).
  * Uses the sl_ names (UBSan and TSan builds run it too). */
 #include <pthread.h>
 #include <signal.h>
@@ -329,6 +331,57 @@ static void fork_during_shrink(void)
     sl_cache_destroy(c); /* forgets the shrinker, waiting as removal does */
 }
 
+/* ---- a shrinker that frees nothing is asked less and less ---------------------- */
+
+static _Atomic int stuck_calls;
+static _Atomic uint64_t stuck_first_ms;
+static size_t refusing_shrink(sl_cache_t *c, size_t want)
+{
+    (void)c;
+    (void)want;
+    if (!stuck_calls++)
+        stuck_first_ms = t_now_ms();
+    return 0;
+}
+
+/* The heap held under the high watermark by live buffers (no event, no
+ * progress possible): the reclaimer keeps boosting, and a shrinker that
+ * frees nothing is asked at 50 ms, then at intervals doubling up to 1.6 s
+ * (boost.c shrink_due): about 6 asks in 3 s, against 60 at a fixed 50 ms. */
+static void shrinker_backs_off(void)
+{
+    sl_cache_t *c = sl_cache_create("boost-stuck", 64, 0, SL_CACHE_RECLAIMABLE, NULL);
+    void *keep = sl_cache_alloc(c); /* the cache has something to give, in name */
+    sl_cache_set_reclaim(c, refusing_shrink);
+    enum { BUF = 64 << 10 };
+    uint64_t budget = sl_stat("budget_bytes");
+    size_t n = (size_t)(budget * 7 / 8 / BUF);
+    unsigned char **bufs = sl_malloc(n * sizeof *bufs);
+    for (size_t i = 0; i < n; i++) {
+        bufs[i] = sl_malloc(BUF);
+        memset(bufs[i], (int)i, BUF);
+    }
+    for (int ms = 0; ms < 3000 && !stuck_calls; ms += 10)
+        usleep(10 * 1000);
+    CHECK(stuck_calls > 0);
+    int at_first = stuck_calls;
+    while (t_now_ms() - stuck_first_ms < 3000)
+        usleep(10 * 1000);
+    int calls = stuck_calls;
+    printf("boost: a shrinker that frees nothing: %d asks in its first 3 s (%d at once)\n", calls, at_first);
+    CHECK(calls >= 3);  /* asked again, at growing intervals */
+    CHECK(calls <= 15); /* not every 50 ms */
+    sl_cache_set_reclaim(c, NULL);
+    for (size_t i = 0; i < n; i++) {
+        bad += bufs[i][0] != (unsigned char)i || bufs[i][BUF - 1] != (unsigned char)i;
+        sl_free(bufs[i]);
+    }
+    CHECK_EQ(bad, 0);
+    sl_free(bufs);
+    sl_cache_free(c, keep);
+    sl_cache_destroy(c);
+}
+
 int main(void)
 {
     const char *b = getenv("SLUICE_BOOST");
@@ -343,5 +396,7 @@ int main(void)
     removal_waits();
     self_removal();
     fork_during_shrink();
+    if (boost_on)
+        shrinker_backs_off();
     return t_done("boost");
 }

@@ -18,6 +18,8 @@
  * kernel older than 6.1); under injected madvise
  * failures (hugify_fault, the fault-injection build) every block stays a
  * plain one, counted in thp_failed, and nothing is lost.
+ * With HUGIFY_SPIN=1 (hugify_busy) every CPU spins meanwhile: see
+ * busy_cpus(); hugify_nostat does the same with every open refused.
  * Skipped (with a line saying so) where the kernel has THP off. */
 #include <pthread.h>
 #include <stdbool.h>
@@ -101,6 +103,96 @@ static uint64_t wait_busy(const char *name, uint64_t v, int ms)
     return got;
 }
 
+/* ---- busy CPUs (HUGIFY_SPIN=1) --------------------------------------------- */
+
+static _Atomic int spin_stop;
+
+static void *spinner(void *arg)
+{
+    while (!spin_stop)
+        ;
+    return arg;
+}
+
+/* The aggregate line of /proc/stat: all jiffies, and idle + iowait. */
+static bool cpu_times(uint64_t *total, uint64_t *idle)
+{
+    unsigned long long v[8] = { 0 };
+    FILE *f = fopen("/proc/stat", "r");
+    int got = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                         &v[6], &v[7])
+                : 0;
+    if (f)
+        fclose(f);
+    *total = *idle = 0;
+    for (int i = 0; i < 8; i++)
+        *total += v[i];
+    *idle = v[3] + v[4];
+    return got == 8;
+}
+
+/* Every CPU kept busy by a spinner while the blocks age and after: the
+ * reclaimer collapses one block a second, not a full pass (reclaimer.c
+ * hugify_pass). With /proc/stat unreadable (HUGIFY_NOSTAT: every open
+ * refused) it cannot tell, takes the CPUs for idle, and collapses them
+ * all in one pass. Once the spinners stop, the rest come in one pass.
+ * Skipped (with a line saying so) if the spinners leave a CPU idle (a
+ * CPU quota). */
+static int busy_cpus(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1)
+        ncpu = 1;
+    pthread_t spin[64];
+    int nspin = ncpu < 64 ? (int)ncpu : 64;
+    uint64_t t0, i0, t1, i1;
+    bool stat_ok = cpu_times(&t0, &i0);
+    for (int i = 0; i < nspin; i++)
+        pthread_create(&spin[i], NULL, spinner, NULL);
+    for (int i = 0; i < N; i++) {
+        objs[i] = sl_malloc(OBJ);
+        memset(objs[i], i * 13 + 1, OBJ);
+    }
+    /* dense for 1 s, then 3.5 s of passes; dirty pages all along, so that
+     * the reclaimer does not sleep a second between them (a pass a tick) */
+    for (int ms = 0; ms < 4500; ms += 20) {
+        sl_free(sl_malloc(512 << 10));
+        usleep(20 * 1000);
+    }
+    uint64_t busy = sl_stat("thp_collapse");
+    stat_ok = cpu_times(&t1, &i1) && stat_ok;
+    spin_stop = 1;
+    for (int i = 0; i < nspin; i++)
+        pthread_join(spin[i], NULL);
+    double idle = t1 > t0 ? (double)(i1 - i0) / (double)(t1 - t0) * (double)ncpu : 0; /* idle CPUs */
+    uint64_t all = wait_stat("thp_collapse", busy + 1, 3000);
+    for (int t = 0; t < 8; t++) { /* then until no more come (an idle reclaimer sleeps 1 s) */
+        usleep(1500 * 1000);
+        if (sl_stat("thp_collapse") == all)
+            break;
+        all = sl_stat("thp_collapse");
+    }
+    printf("hugify (%d spinners, %.2f CPUs idle meanwhile): %llu blocks collapsed while busy, %llu in all\n", nspin,
+           idle, (unsigned long long)busy, (unsigned long long)all);
+    if (!stat_ok || idle > 0.5) {
+        printf("hugify: the spinners did not keep the CPUs busy here: the rate is not checked\n");
+    } else {
+#ifdef HUGIFY_NOSTAT
+        CHECK(busy >= 8); /* unknown load: a full pass */
+#else
+        CHECK(busy >= 1); /* a long-lived dense block still gets its hugepage */
+        CHECK(busy <= 6); /* one a second, not a pass of 32 */
+        CHECK(all >= 8);  /* the rest once the CPUs are idle */
+#endif
+    }
+    CHECK(sl_stat("thp_blocks") == all);
+    CHECK_EQ(intact(), 0);
+    CHECK(sl_check() == 0);
+    for (int i = 0; i < N; i++)
+        sl_free(objs[i]);
+    return t_done("hugify");
+}
+
 int main(void)
 {
     const char *r = getenv("SLUICE_RECLAIMER");
@@ -120,6 +212,9 @@ int main(void)
     pthread_t t; /* the reclaimer starts once the program has a thread */
     pthread_create(&t, NULL, nothing, NULL);
     pthread_join(t, NULL);
+    const char *spin = getenv("HUGIFY_SPIN");
+    if (spin && *spin == '1')
+        return busy_cpus();
     for (int i = 0; i < N; i++) {
         objs[i] = sl_malloc(OBJ);
         memset(objs[i], i * 13 + 1, OBJ);

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 static int t_pass, t_fail;
 
@@ -34,6 +35,14 @@ static inline int t_done(const char *name)
 {
     printf("%s: %d passed, %d failed\n", name, t_pass, t_fail);
     return t_fail ? 1 : 0;
+}
+
+/* a monotonic clock in milliseconds */
+static inline unsigned long long t_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
 }
 
 /* xorshift: deterministic pseudo-random numbers for tests */

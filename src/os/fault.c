@@ -44,6 +44,8 @@ void fault_config(const char *spec)
                 mask |= 1u << FAULT_MPROTECT;
             if (!strcmp(op, "collapse"))
                 mask |= 1u << FAULT_COLLAPSE;
+            if (!strcmp(op, "open"))
+                mask |= 1u << FAULT_OPEN;
             op = next;
         }
         for (char *kv = rest; kv && *kv;) {

@@ -10,7 +10,9 @@
  *   SLUICE_FAULT=OPS:RULE[:seed=S]
  *   OPS   mmap, mremap, madvise, mprotect, or several joined by ','
  *         ("all": the four); or collapse: MADV_COLLAPSE alone fails
- *         with EINVAL, as on a kernel older than 6.1
+ *         with EINVAL, as on a kernel older than 6.1; or open: opening
+ *         a file to read (/proc, the cgroup files) fails with EACCES,
+ *         as in a sandbox
  *   RULE  nth=N     only the Nth call (counted per kind, from 1)
  *         every=N   every Nth call
  *         after=N   every call after the first N (the address space is gone)
@@ -31,7 +33,7 @@
 #endif
 static const bool config_fault = SL_FAULT_INJECT;
 
-enum fault_op { FAULT_MMAP, FAULT_MREMAP, FAULT_MADVISE, FAULT_MPROTECT, FAULT_COLLAPSE, FAULT_NOPS };
+enum fault_op { FAULT_MMAP, FAULT_MREMAP, FAULT_MADVISE, FAULT_MPROTECT, FAULT_COLLAPSE, FAULT_OPEN, FAULT_NOPS };
 
 #if SL_FAULT_INJECT
 /* Should this call of op fail? Counts the call. */

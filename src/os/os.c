@@ -156,10 +156,20 @@ uint64_t os_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* open for reading; injected failures as a sandbox without /proc (EACCES) */
+static int open_read(const char *path)
+{
+    if (config_fault && fault_hit(FAULT_OPEN)) {
+        errno = EACCES;
+        return -1;
+    }
+    return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 int os_open_high(const char *path)
 {
     int saved = errno;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open_read(path);
     if (fd >= 0 && fd < OS_HIGH_FD) {
         int high = fcntl(fd, F_DUPFD_CLOEXEC, OS_HIGH_FD);
         if (high >= 0) {
@@ -188,7 +198,7 @@ long os_pread_file(int fd, char *buf, size_t cap)
 int os_open_read(const char *path)
 {
     int saved = errno;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open_read(path);
     errno = saved;
     return fd;
 }
@@ -213,7 +223,7 @@ void os_close(int fd)
 long os_read_file(const char *path, char *buf, size_t cap)
 {
     int saved = errno;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open_read(path);
     long n = -1;
     if (fd >= 0) {
         n = 0;
