@@ -3,7 +3,8 @@
 under sluice and the peers, interleaved, 3 repeats, and prints the median
 cycles per object (rdtsc) for each bulk size: sluice one by one vs
 sl_free_bulk, for objects of the freeing thread and of another thread, and
-the peers' one-by-one free beside them. Writes bench/results/bulk.md and,
+the peers' one-by-one free beside them; then the same for cold objects
+(freed long after they were written). Writes bench/results/bulk.md and,
 with matplotlib, bench/results/bulk.png.   python3 bench/bulk.py"""
 import os
 import random
@@ -60,6 +61,16 @@ def main():
                f"{bulk_r / one_r:.0%}"]
         row += [f"{med(p, 'free_same', b):.1f}" for p in peers]
         row += [f"{med('sluice', 'alloc', b):.1f}", f"{med('sluice', 'bulkalloc', b):.1f}"]
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "The same, cold: every batch written first (256 MB), then the batches freed in the order they "
+              "were filled.\n",
+              "| bulk | sluice one (cold) | sluice bulk (cold) | bulk/one | " +
+              " | ".join(f"{p} one (cold)" for p in peers) + " |",
+              "|---" * (4 + len(peers)) + "|"]
+    for b in sizes:
+        one_c, bulk_c = med("sluice", "free_cold", b), med("sluice", "bulkfree_cold", b)
+        row = [f"{b}", f"{one_c:.1f}", f"{bulk_c:.1f}", f"{bulk_c / one_c:.0%}"]
+        row += [f"{med(p, 'free_cold', b):.1f}" for p in peers]
         lines.append("| " + " | ".join(row) + " |")
     table = "\n".join(lines)
     print(table)

@@ -3,7 +3,8 @@
  * only the free with rdtsc; one by one (free) vs in bulk (sl_free_bulk,
  * found with dlsym, so the same binary runs under any preloaded allocator).
  * "same": objects of this thread; "remote": objects allocated by another
- * thread that stays alive. Also allocation: malloc one by one vs
+ * thread that stays alive; "cold": objects of this thread freed long after
+ * they were written (run_free_cold). Also allocation: malloc one by one vs
  * sl_alloc_bulk. Prints one line per (mode, B): cycles and ns per object. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -94,6 +95,32 @@ static void run_free(const char *mode, size_t b, int bulk, int remote)
     printf("%s bulk=%zu cycles=%.1f ns=%.2f\n", mode, b, per, per * ns_per_cycle);
 }
 
+/* Cold: every batch is allocated and written first (TOTAL objects, 256 MB),
+ * then the batches are freed in the order they were filled, so each is
+ * freed long after its lines left the caches: network buffers and request
+ * arenas freed at the end of their life. */
+static void run_free_cold(const char *mode, size_t b, int bulk)
+{
+    size_t iters = TOTAL / b, n = iters * b;
+    uint64_t cycles = 0;
+    for (size_t i = 0; i < n; i++) {
+        pool[i] = malloc(OBJ);
+        memset(pool[i], 1, 8);
+    }
+    for (size_t it = 0; it < iters; it++) {
+        void **objs = pool + it * b;
+        uint64_t c0 = __rdtsc();
+        if (bulk)
+            free_bulk(objs, b);
+        else
+            for (size_t i = 0; i < b; i++)
+                free(objs[i]);
+        cycles += __rdtsc() - c0;
+    }
+    double per = (double)cycles / (double)n;
+    printf("%s bulk=%zu cycles=%.1f ns=%.2f\n", mode, b, per, per * ns_per_cycle);
+}
+
 static void run_alloc(const char *mode, size_t b, int bulk)
 {
     size_t iters = TOTAL / b;
@@ -126,10 +153,12 @@ int main(int argc, char **argv)
         size_t b = sizes[k];
         run_free("free_same", b, 0, 0);
         run_free("free_remote", b, 0, 1);
+        run_free_cold("free_cold", b, 0);
         run_alloc("alloc", b, 0);
         if (free_bulk) {
             run_free("bulkfree_same", b, 1, 0);
             run_free("bulkfree_remote", b, 1, 1);
+            run_free_cold("bulkfree_cold", b, 1);
             run_alloc("bulkalloc", b, 1);
         }
     }
