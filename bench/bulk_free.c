@@ -70,6 +70,18 @@ static void fill_remote(size_t n)
     pthread_mutex_unlock(&mu);
 }
 
+/* rdtsc cycles to free objs[0..b), one by one or in bulk */
+static uint64_t timed_free(void **objs, size_t b, int bulk)
+{
+    uint64_t c0 = __rdtsc();
+    if (bulk)
+        free_bulk(objs, b);
+    else
+        for (size_t i = 0; i < b; i++)
+            free(objs[i]);
+    return __rdtsc() - c0;
+}
+
 static void run_free(const char *mode, size_t b, int bulk, int remote)
 {
     size_t iters = TOTAL / b, n = iters * b;
@@ -83,13 +95,7 @@ static void run_free(const char *mode, size_t b, int bulk, int remote)
                 objs[i] = malloc(OBJ);
                 memset(objs[i], 1, 8);
             }
-        uint64_t c0 = __rdtsc();
-        if (bulk)
-            free_bulk(objs, b);
-        else
-            for (size_t i = 0; i < b; i++)
-                free(objs[i]);
-        cycles += __rdtsc() - c0;
+        cycles += timed_free(objs, b, bulk);
     }
     double per = (double)cycles / (double)n;
     printf("%s bulk=%zu cycles=%.1f ns=%.2f\n", mode, b, per, per * ns_per_cycle);
@@ -109,13 +115,7 @@ static void run_free_cold(const char *mode, size_t b, int bulk)
     }
     for (size_t it = 0; it < iters; it++) {
         void **objs = pool + it * b;
-        uint64_t c0 = __rdtsc();
-        if (bulk)
-            free_bulk(objs, b);
-        else
-            for (size_t i = 0; i < b; i++)
-                free(objs[i]);
-        cycles += __rdtsc() - c0;
+        cycles += timed_free(objs, b, bulk);
     }
     double per = (double)cycles / (double)n;
     printf("%s bulk=%zu cycles=%.1f ns=%.2f\n", mode, b, per, per * ns_per_cycle);
