@@ -73,6 +73,16 @@ static size_t intact(void)
     return bad;
 }
 
+/* Every object intact, the heap consistent; free them all: the exit code. */
+static int finish(void)
+{
+    CHECK_EQ(intact(), 0);
+    CHECK(sl_check() == 0);
+    for (int i = 0; i < N; i++)
+        sl_free(objs[i]);
+    return t_done("hugify");
+}
+
 static void *nothing(void *arg) { return arg; }
 
 /* Wait (at most ms) for a stat to reach at least v. */
@@ -188,11 +198,7 @@ static int busy_cpus(void)
 #endif
     }
     CHECK(sl_stat("thp_blocks") == all);
-    CHECK_EQ(intact(), 0);
-    CHECK(sl_check() == 0);
-    for (int i = 0; i < N; i++)
-        sl_free(objs[i]);
-    return t_done("hugify");
+    return finish();
 }
 
 /* ---- blocks freed while pinned (HUGIFY_UNPIN=1) ------------------------------- */
@@ -319,11 +325,7 @@ int main(void)
             CHECK(sl_stat("thp_blocks") >= advised); /* none given up */
         }
         gauges_agree("after the advice");
-        CHECK_EQ(intact(), 0);
-        CHECK(sl_check() == 0);
-        for (int i = 0; i < N; i++)
-            sl_free(objs[i]);
-        return t_done("hugify");
+        return finish();
     }
     /* dense for HUGIFY_AGE_MS (1 s), then the reclaimer's next pass */
     uint64_t collapsed = wait_stat("thp_collapse", 4, 5000);
@@ -377,9 +379,5 @@ int main(void)
     CHECK(sl_stat("thp_split") > 0);
     CHECK(sl_stat("block_thp_bytes") < thp_before);
     gauges_agree("after the sparse blocks were purged");
-    CHECK_EQ(intact(), 0);
-    CHECK(sl_check() == 0);
-    for (int i = 0; i < N; i++)
-        sl_free(objs[i]);
-    return t_done("hugify");
+    return finish();
 }
