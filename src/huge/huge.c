@@ -108,6 +108,17 @@ static struct huge *cache_take(size_t map_size, size_t align, struct releases *r
     return hd;
 }
 
+/* A fresh read-write mapping; a refusal gives the page heap's wholly free
+ * pageblocks back (they stay mapped while they decay) and tries once more. */
+static uint8_t *map_fresh(size_t size, size_t align)
+{
+    int saved = errno;
+    uint8_t *p = os_map_aligned(size, align);
+    if (!p && page_release_free_blocks() && (p = os_map_aligned(size, align)))
+        errno = saved; /* a success leaves errno alone */
+    return p;
+}
+
 void *huge_alloc(size_t size, size_t align, bool zero)
 {
     if (size > PTRDIFF_MAX - 2 * SL_BLOCK || align > PTRDIFF_MAX / 2) {
@@ -140,7 +151,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
     hd = meta_alloc(sizeof *hd);
     if (!hd)
         return NULL;
-    uint8_t *base = os_map_aligned(map_size, align);
+    uint8_t *base = map_fresh(map_size, align);
     if (!base) {
         meta_free(hd, sizeof *hd);
         return NULL;
@@ -242,7 +253,7 @@ void *huge_realloc(struct huge *hd, void *p, size_t size)
             return NULL;
         }
     } else if (new_map > old_map) { /* move the pages, not the bytes: mremap onto a fresh aligned range */
-        uint8_t *dst = os_map_aligned(new_map, SL_BLOCK);
+        uint8_t *dst = map_fresh(new_map, SL_BLOCK);
         bool ok = dst && pagemap_set((uintptr_t)dst, new_map, (uintptr_t)hd | PM_HUGE);
         /* The old range's entries go before the kernel unmaps it: the
          * moment mremap returns, another thread may map a pageblock there

@@ -121,8 +121,6 @@ void hugify(uint64_t now, bool background, unsigned max, bool (*go_on)(void))
             block_set_thp(b, false);
         else if (collapsed)
             pages_all_dirty(b);
-        if (b->list == LIST_FREE && heap.nfree_blocks > free_blocks_keep())
-            block_unmap(b); /* it came free while pinned */
         heap_unlock();
     }
     st_relaxed(&hugify_busy, 0);

@@ -77,13 +77,18 @@ void page_purge_decay(uint64_t now_ms, bool force);
  * stats; returns the state the pages are in now (PS_DIRTY if refused). */
 enum page_state page_advise(void *p, size_t bytes, enum page_state to);
 void page_purge_all(void);
+/* Unmap every wholly free pageblock but those a hugepage pass has pinned
+ * (they decay once it is done): a refused mapping calls this before it
+ * tries again. Returns how many were unmapped. */
+size_t page_release_free_blocks(void);
 /* The reclaimer's hugepage pass (hugify.c): collapse up to max dense,
  * long-lived pageblocks into transparent hugepages (MADV_COLLAPSE; a
  * pass takes at most HUGIFY_BATCH); go_on, if given, is asked between
  * collapses whether to continue. */
 void page_hugify(uint64_t now_ms, unsigned max, bool (*go_on)(void));
 /* Around a bulk release (sl_purge, sl_cache_destroy) by this thread: the
- * pageblocks it frees are given back together at the end, neighbours as
+ * pageblocks it frees are given back together at the end (those beyond the
+ * number of free blocks kept; others wait for the decay), neighbours as
  * one range, so that big ones go to the teardown queue; call the end with
  * no sluice lock held. Nests. */
 void page_gather_begin(void);

@@ -24,9 +24,8 @@
  *   - Spans: maximal runs of pages in one state, coalesced across buddy
  *     chunks, largest first, one madvise each; a wholly free block is one
  *     span (one call; its clean pages are then counted in the new state).
- *     Wholly free blocks beyond the number kept are unmapped by the page
- *     heap as they come free (page.c, relink); one purged to clean while
- *     over that number is unmapped rather than advised.
+ *     A wholly free block purged while more than the number kept are free
+ *     is unmapped rather than advised (page.c, relink).
  * Mechanism: spans are taken off the free lists under the lock, advised
  *   outside it, and given back in their new state, so madvise never runs
  *   under the page heap lock and never races an allocation.
@@ -250,8 +249,8 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
             done += sp[i].n;
             bool whole = b->free_pages == BLOCK_USABLE_PAGES && sp[i].first == BLOCK_HEADER_PAGES &&
                          sp[i].n == b->committed - BLOCK_HEADER_PAGES;
-            if (whole && to == PS_CLEAN && heap.nfree_blocks > free_blocks_keep() && !b->pinned) {
-                block_unmap(b); /* clean and not kept: give the mapping back */
+            if (whole && heap.nfree_blocks > free_blocks_keep() && !b->pinned) {
+                block_unmap(b); /* free and not kept: give the mapping back */
                 sp[i].b = NULL;
                 continue;
             }
@@ -337,15 +336,7 @@ bool page_purge_pending(void) { return purgeable_dirty() || ld_relaxed(&heap.laz
 
 void page_purge_all(void)
 {
-    lock_acquire(&purge_lock);
-    lock_acquire(&heap.lock);
-    for (struct block *b = heap.free_blocks, *next; b; b = next) {
-        next = b->next;
-        if (!b->pinned) /* hugify.c unmaps it once done */
-            block_unmap(b);
-    }
-    heap_unlock();
-    lock_release(&purge_lock);
+    page_release_free_blocks();
     purge_spans(PS_DIRTY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
     purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
 }
