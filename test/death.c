@@ -81,6 +81,12 @@ static void run_case(const char *name)
         sl_alloc_bulk(32, 4, objs);
         objs[4] = objs[1];
         sl_free_bulk(objs, 5);
+    } else if (!strcmp(name, "bulk_unlinked_double_free")) {
+        void *objs[16];
+        sl_alloc_bulk(64, 16, objs);
+        void *p3 = objs[3];
+        sl_free_bulk(objs, 16); /* unlinked: on no list, no live bit */
+        sl_free(p3);
     } else if (!strcmp(name, "bulk_interior")) {
         void *objs[4];
         sl_alloc_bulk(64, 3, objs);
@@ -187,6 +193,7 @@ static const struct expect cases[] = {
     { "realloc_stack", "sluice: realloc of a pointer sluice did not allocate: 0x" },
     { "realloc_freed", "sluice: realloc of freed memory at 0x" },
     { "bulk_double_free", "sluice: double free of 0x" },
+    { "bulk_unlinked_double_free", "sluice: double free of 0x" },
     { "bulk_interior", "sluice: free of an interior pointer 0x" },
     { "bulk_not_object_start", "sluice: free of an interior pointer 0x" },
     { "cache_wrong_cache", "sluice: sl_cache_free to cache 'beta' of 0x" },

@@ -7,9 +7,12 @@
  * the same slab join it, chained through the objects themselves with no
  * synchronisation, and their entries are set to NULL, as
  * kmem_cache_free_bulk does (the array holds freed pointers either way).
- * The chain is published with one operation: a plain splice onto the
- * freelist for a slab this thread owns, one compare-and-swap onto the
- * remote list for another thread's slab.
+ * The chain is published with one operation: for a slab this thread owns,
+ * a count (its objects become unlinked: slab.h; nothing is written into
+ * them, so a batch freed long after it was filled costs no miss on its
+ * objects, and the slab links them when it next needs them); one
+ * compare-and-swap onto the remote list for another thread's slab, whose
+ * chain is linked through the objects.
  *
  * Every object is still validated against the live-object bitmap, one
  * bitmap word per group of objects (owner slabs clear the bits here; remote
@@ -41,20 +44,22 @@ static struct slab *slab_of_live(void *p)
     return head->h.kind == PG_SLAB ? slab_of_page(head) : NULL;
 }
 
-/* Publish the chain first..last (n objects) of slab s. */
-static void splice(struct heap *h, struct slab *s, void *first, void *last, unsigned n)
+/* Publish n objects of slab s: for this thread's slab, their live bits are
+ * cleared already and they become unlinked (slab.h: nothing is written into
+ * them, no atomics); for another thread's, the chain first..last goes onto
+ * the remote list with one compare-and-swap. */
+static void splice(struct heap *h, struct slab *s, void *first, void *last, unsigned n, bool own)
 {
-    uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
-    if (owner == slab_owner_word(h, s->cls)) { /* ours: no atomics at all */
-        void *f = s->free;
-        *slab_link(s, last) = f;
-        s->free = first;
+    if (own) {
+        bool had_free = s->free || s->unlinked;
+        s->unlinked = (uint16_t)(s->unlinked + n);
         s->used = (uint16_t)(s->used - n);
         stat_add(h->stats, STAT_free_small, n);
-        if (!f || (!s->used && s->state != SLAB_CURRENT))
+        if (!had_free || (!s->used && s->state != SLAB_CURRENT))
             heap_free_local_slow(h, s);
         return;
     }
+    uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
     bool was_full = remote_push(slab_remote(s), first, slab_link(s, last));
     stat_add(h->stats, STAT_free_remote, n);
     if (was_full)
@@ -143,13 +148,14 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
             }
             misses = 0;
             bits_add(&bits, q);
-            *(void **)((uint8_t *)last + link_off) = q;
+            if (!bits.own) /* a remote chain is linked through its objects */
+                *(void **)((uint8_t *)last + link_off) = q;
             last = q;
             count++;
             ptrs[j] = NULL;
         }
         bits_flush(&bits);
-        splice(h, s, p, last, count);
+        splice(h, s, p, last, count, bits.own);
         n = first_miss == SIZE_MAX ? 0 : first_miss + 1; /* skip what the chain consumed */
         while (n && !ptrs[n - 1])
             n--;

@@ -185,8 +185,9 @@ struct slab *heap_refill(struct heap *h, unsigned id)
 {
     struct slab **cur = heap_cur(h, id), **partial = heap_partial(h, id);
     struct slab *s = *cur;
+    void **mag = id < SL_NCLASSES ? h->mag_top[id] : NULL;
     if (s != &slab_none) {
-        if (s->free)
+        if (s->free || slab_relink(s, mag))
             return s;
         if (slab_collect(s)) {
             stat_add(h->stats, STAT_remote_collect, 1);
@@ -207,7 +208,7 @@ struct slab *heap_refill(struct heap *h, unsigned id)
             *cur = s;
             if (slab_collect(s))
                 stat_add(h->stats, STAT_remote_collect, 1);
-            if (s->free || slab_carve(s) || retire_or_collect(h, s))
+            if (s->free || slab_relink(s, mag) || slab_carve(s) || retire_or_collect(h, s))
                 return s;
             *cur = &slab_none;
         }

@@ -124,8 +124,8 @@ static void check_slab(struct slab *s, struct ctx *c)
         if (!bitmap_test((uintptr_t)p))
             FAIL("object on a slab remote list is not marked live:", p, "size class", s->size);
     }
-    if (s->used != s->carved - nfree || nremote > s->used)
-        FAIL("slab count wrong (used != carved - free):", base, "used", s->used);
+    if (s->unlinked > s->carved || s->used != s->carved - nfree - s->unlinked || nremote > s->used)
+        FAIL("slab count wrong (used != carved - free - unlinked):", base, "used", s->used);
     size_t live = 0;
     for (uintptr_t a = (uintptr_t)base; a < (uintptr_t)base + bytes; a += SL_GRAIN) {
         if (!(ld_relaxed(bitmap_word(a)) & bitmap_bit(a)))

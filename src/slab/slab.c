@@ -25,6 +25,7 @@ void slab_init(struct slab *s, unsigned id)
     s->link_off = g->link_off;
     s->size = g->size;
     s->used = 0;
+    s->unlinked = 0;
     s->capacity = (uint16_t)(((size_t)g->pages << SL_PAGE_SHIFT) / g->size);
     s->cls = (uint16_t)id;
     s->state = SLAB_CURRENT;
@@ -61,6 +62,40 @@ bool slab_carve(struct slab *s)
         *slab_link(s, first + (size_t)i * s->size) = first + (size_t)(i + 1) * s->size;
     *slab_link(s, first + (size_t)(k - 1) * s->size) = s->free;
     s->free = first;
+    return true;
+}
+
+bool slab_relink(struct slab *s, void **mag)
+{
+    if (!s->unlinked)
+        return false;
+    uintptr_t base = (uintptr_t)slab_base(s), end = base + (uintptr_t)s->carved * s->size;
+    /* the magazine's objects of s have no live bit either: marked for the scan */
+    for (void **m = mag; m && *m; m++)
+        if ((uintptr_t)*m - base < end - base)
+            bitmap_set_owner((uintptr_t)*m);
+    void *head = NULL, **tail = &head;
+    unsigned n = 0;
+    uintptr_t next = base; /* the next object start */
+    for (uintptr_t w = base; w < end; w += 64 * SL_GRAIN) { /* a bitmap word at a time (slabs are page aligned) */
+        uint64_t starts = 0;
+        for (; next < end && next < w + 64 * SL_GRAIN; next += s->size)
+            starts |= bitmap_bit(next);
+        for (uint64_t f = starts & ~ld_relaxed(bitmap_word(w)); f; f &= f - 1) {
+            void *p = (void *)(w + ((uintptr_t)__builtin_ctzll(f) << SL_GRAIN_SHIFT));
+            *tail = p;
+            tail = slab_link(s, p);
+            n++;
+        }
+    }
+    for (void **m = mag; m && *m; m++)
+        if ((uintptr_t)*m - base < end - base)
+            bitmap_clear_owner((uintptr_t)*m);
+    if (n != s->unlinked)
+        sl_fatal("heap corruption: a slab's free objects are miscounted at", (void *)base, "found", n);
+    *tail = s->free;
+    s->free = head;
+    s->unlinked = 0;
     return true;
 }
 
@@ -113,6 +148,7 @@ void slab_repair(struct slab *s)
         nfree++;
     }
     s->used = (uint16_t)(s->carved - nfree);
+    s->unlinked = 0;
 }
 
 bool slab_is_object_start(struct slab *s, const void *p)

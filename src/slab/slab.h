@@ -14,7 +14,13 @@
  *           | SLAB_FULL_BIT (0: empty); the links are whole pointers.
  *   carve   objects never handed out yet are carved lazily, a page at a
  *           time, so a fresh slab touches only what it uses.
- * Invariant: used == capacity - |free| - |remote| - uncarved objects.
+ *   unlinked  objects the owner freed in bulk (bulk.c) are on no list: their
+ *           live bits are cleared and counted here, and nothing is written
+ *           into them. When the free list runs dry, slab_relink finds them
+ *           again in the bitmap (carved objects with no live bit that are
+ *           not in the owner's magazine) and links them, in address order.
+ * Counts: used == carved - |free| - unlinked (objects on the remote list and
+ * in the owner's magazine count as used).
  *
  * States (field state, owner-only):
  *   CURRENT  the heap's allocation slab for its cache (heap.cur)
@@ -78,6 +84,7 @@ struct slab {
     uint16_t used, capacity;    /* owner */
     uint16_t cls;               /* cache id */
     uint8_t state;              /* enum slab_state, owner */
+    uint16_t unlinked;          /* owner: free objects on no list (see above) */
 };
 _Static_assert(sizeof(struct slab) <= sizeof(struct page), "slab fits in its page descriptor");
 
@@ -121,6 +128,10 @@ void slab_set_owner(struct slab *s, uintptr_t owner_word, uint32_t tag);
 /* Carve up to a page of never-used objects onto the free list, running the
  * cache's constructor on each; false if none left. */
 bool slab_carve(struct slab *s);
+/* Link the unlinked objects onto the free list (the owner, its free list
+ * empty; mag: its magazine of s's class from the top, NULL-ended, or NULL
+ * for a user cache). False if there were none. */
+bool slab_relink(struct slab *s, void **mag);
 /* Take the remote list onto the free list, checking each object against the
  * bitmap (a double free shows up here). Returns the number taken. */
 unsigned slab_collect(struct slab *s);
@@ -129,8 +140,8 @@ unsigned slab_collect(struct slab *s);
 bool slab_free_remote(struct slab *s, void *p);
 /* Make the counts of a slab whose owner may have stopped mid-operation (a
  * thread that did not survive fork) agree again: objects on the free list
- * are not live, carved objects neither live nor free go on the free list,
- * and used == carved - |free|. A free list that leaves the slab is cut. */
+ * are not live, carved objects neither live nor free go on the free list
+ * (the unlinked ones among them), and used == carved - |free|. A free list that leaves the slab is cut. */
 void slab_repair(struct slab *s);
 /* Is p the start of an object of this slab (for error messages)? */
 bool slab_is_object_start(struct slab *s, const void *p);
