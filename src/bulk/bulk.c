@@ -66,41 +66,99 @@ static void splice(struct heap *h, struct slab *s, void *first, void *last, unsi
         heap_wake(owner, s);
 }
 
-/* Live-object bits of a chain, one bitmap word at a time: the word is
- * loaded once when the chain reaches it, each object is checked against it
- * before it is linked (so nothing is written into memory that is not a live
- * object), and for this thread's slabs the word is stored once with all the
- * chain's bits cleared. Only the owner writes a word, so the loaded value
- * stays exact for our objects while the chain is built. */
-struct bits {
-    _Atomic uint64_t *word;
-    uint64_t value; /* the word as loaded */
-    uint64_t avail; /* value without the bits of the chain's objects */
-    bool own;       /* clear now (owner) or leave to the owner's collection */
-};
-
-static void bits_flush(struct bits *b)
+/* A chain met an object whose live bit is gone (double free, or a pointer
+ * twice in the batch): unless a misaligned pointer in ptrs[from, to) took
+ * that bit first (the run below skips the alignment test), report q. */
+static sl_noinline _Noreturn void chain_bad(void **ptrs, size_t from, size_t to, uintptr_t q)
 {
-    if (b->avail != b->value && b->own)
-        st_relaxed(b->word, b->avail);
-    b->value = b->avail = 0;
+    for (size_t i = from; i < to; i++)
+        if ((uintptr_t)ptrs[i] & (SL_GRAIN - 1))
+            q = (uintptr_t)ptrs[i];
+    heap_bad_free((void *)q, pagemap_get(q), "free");
 }
 
-/* Check p (in the chain's slab) before it is linked; abort if it is not a
- * live object or is already in the chain (its bit is gone from avail). */
-sl_inline void bits_add(struct bits *b, void *p)
+/* One chain: the objects of slab s from ptrs[n] (the chain's first, p,
+ * validated) down, with a bounded look-ahead. Live-object bits are handled
+ * one bitmap word at a time: the word is loaded once when the chain
+ * reaches it, each object is checked against it (not a live object, or
+ * already in the chain: its bit is gone from avail) before anything is
+ * written for it, and for this thread's slabs the word is stored once with
+ * the chain's bits cleared; another thread's are cleared by the owner when
+ * it collects them. Only the owner writes a word, so the loaded value stays
+ * exact for our objects while the chain is built.
+ * The common case, a batch of one slab's objects, is the first loop: the
+ * run of entries of s right below p, nothing set to NULL (the caller skips
+ * the run), alignment tested once for the run. Past the first entry of
+ * another slab, the second loop: look-ahead, NULL entries, consumed
+ * entries set to NULL. own is a constant in each of the two copies. */
+sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *np, bool own)
 {
-    uintptr_t a = (uintptr_t)p;
-    _Atomic uint64_t *w = bitmap_word(a);
-    if (w != b->word) {
-        bits_flush(b);
-        b->word = w;
-        b->value = b->avail = ld_relaxed(w);
+    size_t n = *np, j = n;
+    uintptr_t p = (uintptr_t)ptrs[n], last = p, lo = (uintptr_t)slab_base(s);
+    uintptr_t span = (uintptr_t)s->capacity * s->size, link_off = s->link_off;
+    _Atomic uint64_t *bm = bitmap_word(lo) - ((lo >> 10) & (BLOCK_BITMAP_WORDS - 1)); /* the block's bitmap */
+    uintptr_t wk = p >> 10;                                                          /* the word loaded */
+    uint64_t value = ld_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)]);
+    uint64_t avail = value & ~bitmap_bit(p), misaligned = 0;
+#define CHAIN_WORD(q)                                                                                                 \
+    if (unlikely((q) >> 10 != wk)) {                                                                                  \
+        if (own && avail != value)                                                                                   \
+            st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);                                                    \
+        wk = (q) >> 10;                                                                                              \
+        value = avail = ld_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)]);                                              \
     }
-    uint64_t bit = bitmap_bit(a);
-    if (unlikely(!(b->avail & bit) || (a & (SL_GRAIN - 1))))
-        heap_bad_free(p, pagemap_get(a), "free");
-    b->avail &= ~bit;
+    while (j) {
+        uintptr_t q = (uintptr_t)ptrs[j - 1];
+        if (q - lo >= span)
+            break;
+        j--;
+        misaligned |= q;
+        CHAIN_WORD(q)
+        unsigned sh = (q >> SL_GRAIN_SHIFT) & 63;
+        if (unlikely(!((avail >> sh) & 1)))
+            chain_bad(ptrs, j, n, q);
+        avail ^= (uint64_t)1 << sh; /* set: one btc */
+        if (!own) { /* a remote chain is linked through its objects */
+            *(void **)(last + link_off) = (void *)q;
+            last = q;
+        }
+    }
+    if (unlikely(misaligned & (SL_GRAIN - 1)))
+        chain_bad(ptrs, j, n, 0);
+    unsigned count = (unsigned)(n - j) + 1, misses = 0;
+    size_t first_miss = SIZE_MAX;
+    while (j) {
+        uintptr_t q = (uintptr_t)ptrs[--j];
+        if (q - lo >= span) {
+            if (!q)
+                continue;
+            if (first_miss == SIZE_MAX)
+                first_miss = j;
+            if (++misses == LOOKAHEAD_MISSES)
+                break;
+            continue;
+        }
+        misses = 0;
+        CHAIN_WORD(q)
+        uint64_t bit = bitmap_bit(q);
+        if (unlikely(!(avail & bit) || (q & (SL_GRAIN - 1))))
+            heap_bad_free((void *)q, pagemap_get(q), "free");
+        avail &= ~bit;
+        if (!own) {
+            *(void **)(last + link_off) = (void *)q;
+            last = q;
+        }
+        count++;
+        ptrs[j] = NULL;
+    }
+#undef CHAIN_WORD
+    if (own && avail != value)
+        st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);
+    splice(h, s, (void *)p, (void *)last, count, own);
+    n = first_miss == SIZE_MAX ? 0 : first_miss + 1; /* skip what the chain consumed */
+    while (n && !ptrs[n - 1])
+        n--;
+    *np = n;
 }
 
 void bulk_free(void **ptrs, size_t n, unsigned expect)
@@ -114,8 +172,8 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
     }
     stat_add(h->stats, STAT_bulk_free_calls, 1);
     /* build_detached_freelist: the last object opens a chain; scanning
-     * backwards, objects of its slab join it and their entries are set to
-     * NULL; LOOKAHEAD_MISSES objects of other slabs in a row close it. */
+     * backwards, objects of its slab join it; LOOKAHEAD_MISSES objects of
+     * other slabs in a row close it. */
     while (n) {
         void *p = ptrs[--n];
         if (!p)
@@ -127,38 +185,10 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
         }
         if (s->cls != expect && expect != ANY_CACHE)
             cache_wrong_free(expect, s, p);
-        struct bits bits = { NULL, 0, 0, slab_owned_by(s, h) };
-        bits_add(&bits, p);
-        uintptr_t lo = (uintptr_t)slab_base(s);
-        uintptr_t span = (uintptr_t)s->capacity * s->size;
-        size_t link_off = s->link_off;
-        void *last = p;
-        unsigned count = 1, misses = 0;
-        size_t first_miss = SIZE_MAX; /* entries above it end up consumed or NULL */
-        for (size_t j = n; j-- > 0;) {
-            void *q = ptrs[j];
-            if ((uintptr_t)q - lo >= span) {
-                if (!q)
-                    continue;
-                if (first_miss == SIZE_MAX)
-                    first_miss = j;
-                if (++misses == LOOKAHEAD_MISSES)
-                    break;
-                continue;
-            }
-            misses = 0;
-            bits_add(&bits, q);
-            if (!bits.own) /* a remote chain is linked through its objects */
-                *(void **)((uint8_t *)last + link_off) = q;
-            last = q;
-            count++;
-            ptrs[j] = NULL;
-        }
-        bits_flush(&bits);
-        splice(h, s, p, last, count, bits.own);
-        n = first_miss == SIZE_MAX ? 0 : first_miss + 1; /* skip what the chain consumed */
-        while (n && !ptrs[n - 1])
-            n--;
+        if (slab_owned_by(s, h))
+            chain_build(h, s, ptrs, &n, true);
+        else
+            chain_build(h, s, ptrs, &n, false);
     }
 }
 

@@ -74,17 +74,25 @@ bool slab_relink(struct slab *s, void **mag)
     for (void **m = mag; m && *m; m++)
         if ((uintptr_t)*m - base < end - base)
             bitmap_set_owner((uintptr_t)*m);
-    void *head = NULL, **tail = &head;
-    unsigned n = 0;
-    uintptr_t next = base; /* the next object start */
-    for (uintptr_t w = base; w < end; w += 64 * SL_GRAIN) { /* a bitmap word at a time (slabs are page aligned) */
-        uint64_t starts = 0;
-        for (; next < end && next < w + 64 * SL_GRAIN; next += s->size)
-            starts |= bitmap_bit(next);
+    void *head = s->free; /* each object is pushed: the list ends up in descending address order */
+    uintptr_t link_off = s->link_off;
+    unsigned n = 0, grains = s->size >> SL_GRAIN_SHIFT;
+    /* the object starts in a bitmap word (slabs are page aligned, so words
+     * start with the slab): the same in every word when the size in
+     * grains divides 64, else built object by object */
+    uint64_t every = grains < 64 && !(64 % grains) ? ~(uint64_t)0 / (((uint64_t)1 << grains) - 1) : 0;
+    uintptr_t next = base; /* the next object start, when built */
+    for (uintptr_t w = base; w < end && n < s->unlinked; w += 64 * SL_GRAIN) { /* until all are found */
+        uint64_t starts = every;
+        if (!every)
+            for (; next < end && next < w + 64 * SL_GRAIN; next += s->size)
+                starts |= bitmap_bit(next);
+        else if (end - w < 64 * SL_GRAIN) /* the word holding the carved end */
+            starts &= ((uint64_t)1 << ((end - w) >> SL_GRAIN_SHIFT)) - 1;
         for (uint64_t f = starts & ~ld_relaxed(bitmap_word(w)); f; f &= f - 1) {
-            void *p = (void *)(w + ((uintptr_t)__builtin_ctzll(f) << SL_GRAIN_SHIFT));
-            *tail = p;
-            tail = slab_link(s, p);
+            uintptr_t p = w + ((uintptr_t)__builtin_ctzll(f) << SL_GRAIN_SHIFT);
+            *(void **)(p + link_off) = head;
+            head = (void *)p;
             n++;
         }
     }
@@ -93,7 +101,6 @@ bool slab_relink(struct slab *s, void **mag)
             bitmap_clear_owner((uintptr_t)*m);
     if (n != s->unlinked)
         sl_fatal("heap corruption: a slab's free objects are miscounted at", (void *)base, "found", n);
-    *tail = s->free;
     s->free = head;
     s->unlinked = 0;
     return true;
