@@ -25,25 +25,41 @@ static size_t fill(size_t size, void **held, size_t cap)
 
 /* Wholly free pageblocks stay mapped while they decay (for ever here: the
  * test runs with SLUICE_PURGE=off). Filling the address space with small
- * objects and freeing them leaves it full of free blocks, so a huge
- * mapping the limit has no room for must take them back (huge.c,
- * map_fresh) instead of failing. */
+ * objects and freeing them leaves it full of free blocks. A new huge
+ * mapping first gives back those beyond the number kept (an eighth of all);
+ * one the limit has no room for then takes back the rest and tries again
+ * (huge.c, map_fresh), instead of failing. */
 static void free_blocks_give_way(void **held, size_t cap)
 {
     size_t n = fill(8000, held, cap);
     CHECK(n > 1000);
     for (size_t i = 0; i < n; i++)
         sl_free(held[i]);
+    uint64_t freed = sl_stat("blocks_free"), blocks = sl_stat("blocks");
+    CHECK(freed > 50); /* the test's premise: the free blocks are still mapped */
+    void *small = sl_malloc(4u << 20);
+    CHECK(small != NULL);
     uint64_t kept = sl_stat("blocks_free");
-    CHECK(kept > 50); /* the test's premise: the free blocks are still mapped */
-    errno = 0;
-    void *p = sl_malloc(n * 8000 / 2);
-    CHECK(p != NULL);
-    CHECK_EQ(errno, 0);
-    memset(p, 1, 4096);
-    printf("oom: %zu objects of 8000 bytes freed, %llu free pageblocks mapped; a %zu MiB buffer came, %llu left\n",
-           n, (unsigned long long)kept, n * 8000 / 2 >> 20, (unsigned long long)sl_stat("blocks_free"));
-    sl_free(p);
+    CHECK(kept < freed && kept <= blocks / 8);
+    sl_free(small);
+    /* the rest of the space in 4 MiB buffers: the last ones fit only once
+     * the kept blocks are given back too (none kept is the proof) */
+    static void *bufs[512];
+    size_t k = 0;
+    for (; k < 512; k++) {
+        errno = 0;
+        if (!(bufs[k] = sl_malloc(4u << 20)))
+            break;
+        CHECK_EQ(errno, 0); /* a success leaves errno alone, retried or not */
+        memset(bufs[k], 1, 4096);
+    }
+    printf("oom: %zu objects of 8000 bytes freed: %llu free pageblocks mapped, %llu kept after a 4 MiB mapping, %llu "
+           "once %zu buffers of 4 MiB filled the rest\n",
+           n, (unsigned long long)freed, (unsigned long long)kept, (unsigned long long)sl_stat("blocks_free"), k);
+    CHECK(k > 50 && k < 512);
+    CHECK_EQ(sl_stat("blocks_free"), 0);
+    for (size_t i = 0; i < k; i++)
+        sl_free(bufs[i]);
 }
 
 int main(int argc, char **argv)

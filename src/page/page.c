@@ -150,10 +150,12 @@ static size_t release_free_blocks_locked(size_t keep)
     return n;
 }
 
-size_t page_release_free_blocks(void)
+size_t page_release_free_blocks(bool all)
 {
+    if (!all && ld_relaxed(&heap.nfree_blocks) <= FREE_BLOCKS_MIN) /* unlocked: a hint */
+        return 0;
     lock_acquire(&heap.lock);
-    size_t n = release_free_blocks_locked(0);
+    size_t n = release_free_blocks_locked(all ? 0 : free_blocks_keep());
     heap_unlock();
     return n;
 }

@@ -77,10 +77,12 @@ void page_purge_decay(uint64_t now_ms, bool force);
  * stats; returns the state the pages are in now (PS_DIRTY if refused). */
 enum page_state page_advise(void *p, size_t bytes, enum page_state to);
 void page_purge_all(void);
-/* Unmap every wholly free pageblock but those a hugepage pass has pinned
- * (they decay once it is done): a refused mapping calls this before it
- * tries again. Returns how many were unmapped. */
-size_t page_release_free_blocks(void);
+/* Unmap the wholly free pageblocks, all of them or those beyond the number
+ * kept, but those a hugepage pass has pinned (they decay once it is done):
+ * a new huge mapping takes back those beyond the number kept first (memory
+ * that the pageblocks would keep resident until their decay), and a
+ * refused one all of them before it tries again. Returns how many. */
+size_t page_release_free_blocks(bool all);
 /* The reclaimer's hugepage pass (hugify.c): collapse up to max dense,
  * long-lived pageblocks into transparent hugepages (MADV_COLLAPSE; a
  * pass takes at most HUGIFY_BATCH); go_on, if given, is asked between

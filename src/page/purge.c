@@ -336,7 +336,7 @@ bool page_purge_pending(void) { return purgeable_dirty() || ld_relaxed(&heap.laz
 
 void page_purge_all(void)
 {
-    page_release_free_blocks();
+    page_release_free_blocks(true);
     purge_spans(PS_DIRTY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
     purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
 }
