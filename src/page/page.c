@@ -152,9 +152,7 @@ static size_t release_free_blocks_locked(size_t keep)
 
 size_t page_release_free_blocks(bool all)
 {
-    if (!all && ld_relaxed(&heap.nfree_blocks) <= FREE_BLOCKS_MIN) /* unlocked: a hint */
-        return 0;
-    lock_acquire(&heap.lock);
+    lock_acquire(&heap.lock); /* beside the mmap that follows, nothing */
     size_t n = release_free_blocks_locked(all ? 0 : free_blocks_keep());
     heap_unlock();
     return n;
