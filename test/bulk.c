@@ -1,13 +1,16 @@
 /* Bulk operations: sl_alloc_bulk all-or-none, sl_free_bulk over own and
  * remote slabs, mixed sizes (small, medium, huge), NULL entries, shuffled
  * order, batches of 1 to 100,000; contents checked; stats show splices;
- * unlinked objects beside the magazine's. */
+ * unlinked objects beside the magazine's, and in a thread's slabs across
+ * fork. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "sluice.h"
 #include "t.h"
@@ -98,6 +101,70 @@ static void test_unlinked(void)
     CHECK_EQ(dup, 0);
     CHECK(sl_check() == 0);
     sl_free_bulk(again, N + 64);
+    CHECK(sl_check() == 0);
+}
+
+/* fork while another thread's slabs hold unlinked objects: in the child
+ * that thread is gone, its heap is orphaned and its partial slabs are
+ * repaired when adopted (slab_repair links the unlinked objects and must
+ * zero their count, or the child's counts are wrong). */
+static pthread_mutex_t fork_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fork_cv = PTHREAD_COND_INITIALIZER;
+static int fork_phase;
+
+static void *unlinked_holder(void *arg)
+{
+    (void)arg;
+    enum { K = 256 };
+    static void *objs[K], *even[K / 2];
+    for (int i = 0; i < K; i++)
+        objs[i] = sl_malloc(64);
+    for (int i = 0; i < K / 2; i++)
+        even[i] = objs[2 * i];
+    sl_free_bulk(even, K / 2); /* half of each slab: partial slabs with unlinked objects */
+    pthread_mutex_lock(&fork_mu);
+    fork_phase = 1;
+    pthread_cond_broadcast(&fork_cv);
+    while (fork_phase != 2) /* alive across the fork */
+        pthread_cond_wait(&fork_cv, &fork_mu);
+    pthread_mutex_unlock(&fork_mu);
+    for (int i = 1; i < K; i += 2)
+        sl_free(objs[i]);
+    return NULL;
+}
+
+static void test_unlinked_fork(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, unlinked_holder, NULL);
+    pthread_mutex_lock(&fork_mu);
+    while (fork_phase != 1)
+        pthread_cond_wait(&fork_cv, &fork_mu);
+    pthread_mutex_unlock(&fork_mu);
+    pid_t pid = fork();
+    if (pid == 0) {
+        enum { M = 2000 };
+        static unsigned char *got[M];
+        int bad = 0;
+        for (int i = 0; i < M; i++) { /* takes the orphan's partial slabs */
+            got[i] = sl_malloc(64);
+            memset(got[i], i & 0xff, 64);
+        }
+        for (int i = 0; i < M; i++)
+            bad += got[i][0] != (i & 0xff) || got[i][63] != (i & 0xff);
+        bad += sl_check() != 0;
+        for (int i = 0; i < M; i++)
+            sl_free(got[i]);
+        _exit(bad == 0 && sl_check() == 0 ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    pthread_mutex_lock(&fork_mu);
+    fork_phase = 2;
+    pthread_cond_broadcast(&fork_cv);
+    pthread_mutex_unlock(&fork_mu);
+    pthread_join(t, NULL);
     CHECK(sl_check() == 0);
 }
 
@@ -195,6 +262,7 @@ int main(void)
 {
     test_roundtrip();
     test_unlinked();
+    test_unlinked_fork();
     test_mixed();
     test_all_or_none();
     test_remote();

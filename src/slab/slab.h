@@ -18,7 +18,8 @@
  *           live bits are cleared and counted here, and nothing is written
  *           into them. When the free list runs dry, slab_relink finds them
  *           again in the bitmap (carved objects with no live bit that are
- *           not in the owner's magazine) and links them, in address order.
+ *           not in the owner's magazine) a bitmap word at a time, and
+ *           pushes them onto the free list.
  * Counts: used == carved - |free| - unlinked (objects on the remote list and
  * in the owner's magazine count as used).
  *
@@ -141,7 +142,8 @@ bool slab_free_remote(struct slab *s, void *p);
 /* Make the counts of a slab whose owner may have stopped mid-operation (a
  * thread that did not survive fork) agree again: objects on the free list
  * are not live, carved objects neither live nor free go on the free list
- * (the unlinked ones among them), and used == carved - |free|. A free list that leaves the slab is cut. */
+ * (the unlinked ones among them), and used == carved - |free|. A free
+ * list that leaves the slab is cut. */
 void slab_repair(struct slab *s);
 /* Is p the start of an object of this slab (for error messages)? */
 bool slab_is_object_start(struct slab *s, const void *p);
