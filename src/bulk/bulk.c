@@ -4,15 +4,16 @@
  * Free (the kernel's build_detached_freelist): the last object of the array
  * opens a detached freelist; scanning backwards with a bounded look-ahead
  * (LOOKAHEAD_MISSES objects of other slabs in a row end it), the objects of
- * the same slab join it, chained through the objects themselves with no
- * synchronisation, and their entries are set to NULL, as
- * kmem_cache_free_bulk does (the array holds freed pointers either way).
- * The chain is published with one operation: for a slab this thread owns,
- * a count (its objects become unlinked: slab.h; nothing is written into
- * them, so a batch freed long after it was filled costs no miss on its
- * objects, and the slab links them when it next needs them); one
- * compare-and-swap onto the remote list for another thread's slab, whose
- * chain is linked through the objects.
+ * the same slab join it with no synchronisation, and their entries are set
+ * to NULL, as kmem_cache_free_bulk does (the array holds freed pointers
+ * either way). The chain is published with one operation: for a slab this
+ * thread owns, a count (its objects become unlinked: slab.h; nothing is
+ * written into them, so a batch freed long after it was filled costs no
+ * miss on its objects, and the slab links them when it next needs them);
+ * one compare-and-swap onto the remote list for another thread's slab.
+ * There the chain is a list of remote records (slab.h): one per bitmap
+ * word, written into one of its objects, so the other objects are not
+ * written either, and the owner clears each word's bits with one store.
  *
  * Every object is still validated against the live-object bitmap, one
  * bitmap word per group of objects (owner slabs clear the bits here; remote
@@ -46,8 +47,8 @@ static struct slab *slab_of_live(void *p)
 
 /* Publish n objects of slab s: for this thread's slab, their live bits are
  * cleared already and they become unlinked (slab.h: nothing is written into
- * them, no atomics); for another thread's, the chain first..last goes onto
- * the remote list with one compare-and-swap. */
+ * them, no atomics); for another thread's, the chain of records
+ * first..last goes onto the remote list with one compare-and-swap. */
 static void splice(struct heap *h, struct slab *s, void *first, void *last, unsigned n, bool own)
 {
     if (own) {
@@ -77,6 +78,51 @@ static sl_noinline _Noreturn void chain_bad(void **ptrs, size_t from, size_t to,
     heap_bad_free((void *)q, pagemap_get(q), "free");
 }
 
+/* The remote records a chain for another thread's slab is made of (slab.h):
+ * one per bitmap word (masks), or one per object (link_off != 0), linked
+ * from first to last through their link words; rec is the current word's
+ * record, lo..hi the words that hold records so far. */
+struct records {
+    uintptr_t first, last, rec, lo, hi, link_off;
+    bool masks;
+};
+
+/* The chain moves from word wk (its loaded value, avail what is left of it)
+ * to the word of q: the current record gets its mask, and the new word's
+ * value is loaded, less what records made earlier in the chain already
+ * hold of it (an array that comes back to a word: so an object twice in
+ * the batch is still caught). Returns the new word's avail; *value too. */
+static uint64_t records_switch(struct records *rc, _Atomic uint64_t *bm, uintptr_t wk, uint64_t value,
+                               uint64_t avail, uintptr_t q, uint64_t *nvalue)
+{
+    if (rc->masks)
+        *record_mask_word((void *)rc->rec) = value & ~avail;
+    uintptr_t w = q >> 10, found = 0;
+    uint64_t v = ld_relaxed(&bm[w & (BLOCK_BITMAP_WORDS - 1)]), a = v;
+    if (w >= rc->lo && w <= rc->hi) /* maybe there before: look */
+        for (uintptr_t r = rc->first;; r = *(uintptr_t *)(r + rc->link_off)) {
+            if (r >> 10 == w) {
+                a &= ~record_mask((uint16_t)rc->link_off, (void *)r);
+                found = r;
+            }
+            if (r == rc->last)
+                break;
+        }
+    if (rc->masks) {
+        if (found) {
+            rc->rec = found;
+        } else {
+            *(uintptr_t *)rc->last = q; /* masks: the link is word 0 */
+            rc->last = rc->rec = q;
+        }
+    }
+    rc->lo = w < rc->lo ? w : rc->lo;
+    rc->hi = w > rc->hi ? w : rc->hi;
+    (void)wk;
+    *nvalue = v;
+    return a;
+}
+
 /* One chain: the objects of slab s from ptrs[n] (the chain's first, p,
  * validated) down, with a bounded look-ahead. Live-object bits are handled
  * one bitmap word at a time: the word is loaded once when the chain
@@ -84,8 +130,8 @@ static sl_noinline _Noreturn void chain_bad(void **ptrs, size_t from, size_t to,
  * already in the chain: its bit is gone from avail) before anything is
  * written for it, and for this thread's slabs the word is stored once with
  * the chain's bits cleared; another thread's are cleared by the owner when
- * it collects them. Only the owner writes a word, so the loaded value stays
- * exact for our objects while the chain is built.
+ * it collects the chain's records. Only the owner writes a word, so the
+ * loaded value stays exact for our objects while the chain is built.
  * The common case, a batch of one slab's objects, is the first loop: the
  * run of entries of s right below p, nothing set to NULL (the caller skips
  * the run), alignment tested once for the run. Past the first entry of
@@ -94,18 +140,30 @@ static sl_noinline _Noreturn void chain_bad(void **ptrs, size_t from, size_t to,
 sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *np, bool own)
 {
     size_t n = *np, j = n;
-    uintptr_t p = (uintptr_t)ptrs[n], last = p, lo = (uintptr_t)slab_base(s);
+    uintptr_t p = (uintptr_t)ptrs[n], lo = (uintptr_t)slab_base(s);
     uintptr_t span = (uintptr_t)s->capacity * s->size, link_off = s->link_off;
     _Atomic uint64_t *bm = bitmap_word(lo) - ((lo >> 10) & (BLOCK_BITMAP_WORDS - 1)); /* the block's bitmap */
     uintptr_t wk = p >> 10;                                                          /* the word loaded */
     uint64_t value = ld_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)]);
     uint64_t avail = value & ~bitmap_bit(p), misaligned = 0;
+    struct records rc = { .first = p, .last = p, .rec = p, .lo = wk, .hi = wk, .link_off = link_off,
+                          .masks = !link_off };
 #define CHAIN_WORD(q)                                                                                                 \
     if (unlikely((q) >> 10 != wk)) {                                                                                  \
-        if (own && avail != value)                                                                                   \
-            st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);                                                    \
+        if (own) {                                                                                                    \
+            if (avail != value)                                                                                       \
+                st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);                                                \
+            value = avail = ld_relaxed(&bm[((q) >> 10) & (BLOCK_BITMAP_WORDS - 1)]);                                  \
+        } else {                                                                                                      \
+            avail = records_switch(&rc, bm, wk, value, avail, (q), &value);                                           \
+        }                                                                                                             \
         wk = (q) >> 10;                                                                                              \
-        value = avail = ld_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)]);                                              \
+    }
+/* another thread's slab, objects with constructed state: a record each */
+#define CHAIN_LINK(q)                                                                                                 \
+    if (!own && !rc.masks) {                                                                                          \
+        *(void **)(rc.last + link_off) = (void *)(q);                                                                 \
+        rc.last = (q);                                                                                                \
     }
     while (j) {
         uintptr_t q = (uintptr_t)ptrs[j - 1];
@@ -118,10 +176,7 @@ sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *
         if (unlikely(!((avail >> sh) & 1)))
             chain_bad(ptrs, j, n, q);
         avail ^= (uint64_t)1 << sh; /* set: one btc */
-        if (!own) { /* a remote chain is linked through its objects */
-            *(void **)(last + link_off) = (void *)q;
-            last = q;
-        }
+        CHAIN_LINK(q)
     }
     if (unlikely(misaligned & (SL_GRAIN - 1)))
         chain_bad(ptrs, j, n, 0);
@@ -139,22 +194,24 @@ sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *
             continue;
         }
         misses = 0;
+        if (unlikely(q & (SL_GRAIN - 1)))
+            heap_bad_free((void *)q, pagemap_get(q), "free");
         CHAIN_WORD(q)
         uint64_t bit = bitmap_bit(q);
-        if (unlikely(!(avail & bit) || (q & (SL_GRAIN - 1))))
+        if (unlikely(!(avail & bit)))
             heap_bad_free((void *)q, pagemap_get(q), "free");
         avail &= ~bit;
-        if (!own) {
-            *(void **)(last + link_off) = (void *)q;
-            last = q;
-        }
+        CHAIN_LINK(q)
         count++;
         ptrs[j] = NULL;
     }
 #undef CHAIN_WORD
+#undef CHAIN_LINK
     if (own && avail != value)
         st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);
-    splice(h, s, (void *)p, (void *)last, count, own);
+    if (!own && rc.masks)
+        *record_mask_word((void *)rc.rec) = value & ~avail;
+    splice(h, s, (void *)rc.first, (void *)rc.last, count, own);
     n = first_miss == SIZE_MAX ? 0 : first_miss + 1; /* skip what the chain consumed */
     while (n && !ptrs[n - 1])
         n--;

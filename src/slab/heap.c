@@ -129,7 +129,7 @@ void take_woken(struct heap *h, unsigned id)
 /* An exhausted slab leaves the current position: it becomes FULL, unless
  * remote frees arrived meanwhile; then they are collected and it stays.
  * Returns true if s has free objects again. */
-static bool retire_or_collect(struct heap *h, struct slab *s)
+static bool retire_or_collect(struct heap *h, struct slab *s, void **mag)
 {
     for (;;) {
         uint32_t expected = 0;
@@ -144,7 +144,7 @@ static bool retire_or_collect(struct heap *h, struct slab *s)
         }
         if (slab_collect(s)) {
             stat_add(h->stats, STAT_remote_collect, 1);
-            return true;
+            return slab_relink(s, mag);
         }
     }
 }
@@ -191,9 +191,10 @@ struct slab *heap_refill(struct heap *h, unsigned id)
             return s;
         if (slab_collect(s)) {
             stat_add(h->stats, STAT_remote_collect, 1);
+            slab_relink(s, mag);
             return s;
         }
-        if (slab_carve(s) || retire_or_collect(h, s))
+        if (slab_carve(s) || retire_or_collect(h, s, mag))
             return s;
         *cur = &slab_none;
     }
@@ -208,7 +209,7 @@ struct slab *heap_refill(struct heap *h, unsigned id)
             *cur = s;
             if (slab_collect(s))
                 stat_add(h->stats, STAT_remote_collect, 1);
-            if (s->free || slab_relink(s, mag) || slab_carve(s) || retire_or_collect(h, s))
+            if (s->free || slab_relink(s, mag) || slab_carve(s) || retire_or_collect(h, s, mag))
                 return s;
             *cur = &slab_none;
         }
@@ -320,24 +321,7 @@ void heap_free_mag_full_slow(struct heap *h, void *p, _Atomic uint64_t *w, uint6
     heap_free_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p, w, v);
 }
 
-/* Remote free of p (live) in a malloc-class slab of another heap, whose
- * page tag t says where the slab's head is: pushed onto the slab's remote
- * list without reading its descriptor, which the owner keeps writing (only
- * a push that clears the FULL bit reads it, to wake the owner). */
-static void free_remote_tagged(void *p, uint32_t t)
-{
-    uintptr_t head = align_down((uintptr_t)p, SL_PAGE) - ((uintptr_t)(t >> TAG_PAGE_SHIFT & 7) << SL_PAGE_SHIFT);
-    struct heap *h = tls_heap;
-    if (h == &heap_empty && heap_get_slow()) /* counts stay thread-local, as in heap_free_object */
-        h = tls_heap;
-    heap_count(h, STAT_free_remote, 1);
-    if (remote_push(page_rhead(head), p, (void **)p)) {
-        struct slab *s = slab_of_page(page_of((void *)head));
-        heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
-    }
-}
-
-void heap_free_block_slow(void *p)
+void heap_free_block_now(void *p)
 {
     uintptr_t a = (uintptr_t)p;
     if (!bitmap_test(a)) {
@@ -345,13 +329,23 @@ void heap_free_block_slow(void *p)
             return heap_checked_free(p);
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
     }
-    uint32_t t = ld_relaxed(page_tag(a));
-    if (t && tag_relative(tls_heap, t) >= TAG_MINE_LIMIT)
-        return free_remote_tagged(p, t);
     struct page *head = page_head(page_of(p));
     if (head->h.kind == PG_RUN)
         return run_free(p);
     heap_free_object(slab_of_page(head), p);
+}
+
+void heap_free_block_slow(void *p)
+{
+    struct heap *h = tls_heap;
+    uint32_t t = ld_relaxed(page_tag((uintptr_t)p));
+    /* another heap's malloc slab: batched; a thread that only frees (a
+     * consumer) gets a heap for it. Checked mode frees at once. */
+    if (t && !heap_checked_free && h == &heap_empty && heap_get_slow())
+        h = tls_heap; /* maybe an orphan taken over whole: p may be its own */
+    if (t && !heap_checked_free && h != &heap_empty && tag_relative(h, t) >= TAG_MINE_LIMIT)
+        return remote_batch_add(h, p, t);
+    heap_free_block_now(p);
 }
 
 /* ---- medium runs --------------------------------------------------------- */

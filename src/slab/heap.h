@@ -58,6 +58,8 @@ struct heap_ids {
 extern struct heap_ids ids_none; /* all keys 0: matches no cache */
 
 #define MAG_MAX       32          /* the largest class_mag_cap */
+#define RBATCH_CAP    64          /* remote frees batched (remote_batch.c) */
+#define RBATCH_BYTES  (64 << 10)  /* ... and at most this many bytes of them */
 #define HEAP_TAG_NONE 0xfffffe00u /* matches no page tag: heap_empty */
 
 struct heap {
@@ -81,6 +83,8 @@ struct heap {
                                          * stopped mid-operation, so its slabs are repaired
                                          * (slab_repair) before anyone uses them */
     void *mag[SL_NCLASSES][MAG_MAX + 2]; /* owner; magazines, see mag_top */
+    uint32_t rbatch_n, rbatch_bytes;     /* owner: remote frees batched, and their bytes */
+    void *rbatch[RBATCH_CAP];            /* owner (remote_batch.c) */
 };
 
 extern struct heap heap_empty;
@@ -122,6 +126,11 @@ sl_inline uint32_t heap_page_tag(struct heap *h, unsigned cls) { return h->tag |
  * one of h's malloc slabs, and then page in slab << 6 | class. */
 sl_inline uint32_t tag_relative(struct heap *h, uint32_t tag) { return tag ^ h->tag; }
 #define TAG_MINE_LIMIT (8u << TAG_PAGE_SHIFT)
+/* The head page of the slab of p, whose page tag is t (nonzero). */
+sl_inline uintptr_t tag_slab_head(const void *p, uint32_t t)
+{
+    return align_down((uintptr_t)p, SL_PAGE) - ((uintptr_t)(t >> TAG_PAGE_SHIFT & 7) << SL_PAGE_SHIFT);
+}
 /* A magazine is a stack growing down through mag[cls], between a MAG_LIMIT
  * mark below its room and a NULL end, mag[cls][MAG_MAX + 1]:
  *   [MAG_MAX - cap] MAG_LIMIT, [.. top) stale, [top .. MAG_MAX] objects, NULL
@@ -208,12 +217,20 @@ void heap_mag_flush(struct heap *h);
 void heap_free_mag_full_slow(struct heap *h, void *p, _Atomic uint64_t *w, uint64_t v);
 
 /* Free of memory inside a pageblock (the caller looked the pagemap up).
- * Small frees by the owning thread stay here, into the magazine. The bitmap
- * is tested before anything else is read, so a bad pointer never steers a
- * load; the page tag then says whose slab, and which class, p is of. */
+ * Small frees by the owning thread stay here, into the magazine. The page
+ * tag is read first (the block's header is always mapped, so any address
+ * in a block may read it): it says whose slab, and which class, p is of.
+ * Only for the heap's own slabs is the bitmap then read and written; a
+ * remote free does not read the line the owner writes on every allocation
+ * (the slow path batches it: remote_batch.c). Nothing is written before
+ * the bitmap says p is a live object. */
 sl_inline void heap_free_block(void *p)
 {
     uintptr_t a = (uintptr_t)p;
+    struct heap *h = tls_heap;
+    uint32_t x = tag_relative(h, ld_relaxed(page_tag(a)));
+    if (unlikely(x >= TAG_MINE_LIMIT))
+        return heap_free_block_slow(p);
     _Atomic uint64_t *w = bitmap_word(a);
     uint64_t v = ld_relaxed(w);
     unsigned sh = (a >> SL_GRAIN_SHIFT) & 63; /* bt/btr: no mask to build */
@@ -221,19 +238,32 @@ sl_inline void heap_free_block(void *p)
         return heap_free_block_slow(p);
     if (unlikely(!((v >> sh) & 1)))
         return heap_free_block_slow(p);
-    struct heap *h = tls_heap;
-    uint32_t x = tag_relative(h, ld_relaxed(page_tag(a)));
-    void **top;
-    if (unlikely(x >= TAG_MINE_LIMIT))
-        return heap_free_block_slow(p);
     unsigned cls = x & ((1u << TAG_PAGE_SHIFT) - 1);
-    if (unlikely(*(top = h->mag_top[cls] - 1) == MAG_LIMIT))
+    void **top = h->mag_top[cls] - 1;
+    if (unlikely(*top == MAG_LIMIT))
         return heap_free_mag_full_slow(h, p, w, v & ~((uint64_t)1 << sh));
     st_relaxed(w, v & ~((uint64_t)1 << sh));
     *top = p;
     mag_set(h, cls, top);
     stat_add(h->stats, STAT_free_small, 1);
 }
+
+/* Free of p in a pageblock now, whoever owns it (validated here). */
+void heap_free_block_now(void *p);
+
+/* Batched remote frees (remote_batch.c). A free of an object of another
+ * heap's malloc slab (page tag t) goes into the freeing heap's batch,
+ * unread and unwritten; the batch is flushed when it holds RBATCH_CAP
+ * objects or RBATCH_BYTES, and when the thread exits, drains (sl_purge, a
+ * watermark boost) or is orphaned by fork. A flush validates each object
+ * against the bitmap, then pushes each run of objects that share a bitmap
+ * word onto their slab's remote list with one compare-and-swap. */
+void remote_batch_add(struct heap *h, void *p, uint32_t t);
+void remote_batch_flush(struct heap *h);
+/* Push the chain first .. last (linked through word 0, n objects of a
+ * malloc slab whose page tag is t) onto its slab's remote list, counted
+ * on h; the owner is woken if the slab was FULL. */
+void remote_push_tagged(struct heap *h, void *first, void *last, uint32_t t, unsigned n);
 
 /* Medium allocations: page runs of PB_RUN blocks through the thread's page
  * cache. align is a power of two (at most 1 MiB). *clean: the run is known

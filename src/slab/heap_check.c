@@ -13,7 +13,8 @@
  *   - every allocated run (handed over by page_check): a live slab has the
  *     geometry of its cache id; its free list holds objects of the slab,
  *     at object starts, carved, whose bitmap bits are clear; its remote
- *     list objects whose bits are still set; used == carved - |free|; the
+ *     list records of objects whose bits are still set (each record's own
+ *     among its mask); used == carved - |free| - unlinked; the
  *     bitmap bits set in it are exactly `used`, all at carved object
  *     starts, but for the objects in its owner's magazine (used, no live
  *     bit: each at a carved object start of a slab of that heap and class).
@@ -115,14 +116,16 @@ static void check_slab(struct slab *s, struct ctx *c)
         if (bitmap_test((uintptr_t)p))
             FAIL("object on a slab free list is marked live:", p, "size class", s->size);
     }
-    size_t nremote = 0;
+    size_t nremote = 0, nrecords = 0;
     void *r = remote_object(s, atomic_load_explicit(slab_remote(s), memory_order_acquire));
     for (void *p = r; p; p = *slab_link(s, p)) {
         uintptr_t off = (uintptr_t)p - (uintptr_t)base;
-        if (off >= (uintptr_t)s->carved * s->size || off % s->size || ++nremote > s->capacity)
+        if (off >= (uintptr_t)s->carved * s->size || off % s->size || ++nrecords > s->capacity)
             FAIL("slab remote list holds a stray pointer:", p, "size class", s->size);
-        if (!bitmap_test((uintptr_t)p))
+        uint64_t m = record_mask(s->link_off, p);
+        if (!(m & bitmap_bit((uintptr_t)p)) || (m & ~ld_relaxed(bitmap_word((uintptr_t)p))))
             FAIL("object on a slab remote list is not marked live:", p, "size class", s->size);
+        nremote += popcount64(m);
     }
     if (s->unlinked > s->carved || s->used != s->carved - nfree - s->unlinked || nremote > s->used)
         FAIL("slab count wrong (used != carved - free - unlinked):", base, "used", s->used);

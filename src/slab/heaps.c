@@ -194,6 +194,7 @@ struct heap *heap_get_slow(void)
 
 void heap_thread_exit(struct heap *h)
 {
+    remote_batch_flush(h);
     heap_mag_flush(h);
     lock_acquire(&heaps_lock);
     heap_reclaim(h, false, &h->pcache);
@@ -211,6 +212,7 @@ void (*heap_boost_in_thread)(void);
 void heap_boost_respond_slow(struct heap *h)
 {
     h->boost_seen = ld_relaxed(&page_boost_gen_word);
+    remote_batch_flush(h);
     heap_mag_flush(h);
     lock_acquire(&heaps_lock);
     heap_reclaim(h, true, NULL);
@@ -232,6 +234,8 @@ void heap_reclaim_orphans(void)
 
 void heap_collect_all(void)
 {
+    if (tls_heap != &heap_empty)
+        remote_batch_flush(tls_heap); /* frees, so without heaps_lock */
     lock_heaps_for_freeing();
     if (tls_heap != &heap_empty) {
         heap_mag_flush(tls_heap);
@@ -295,7 +299,7 @@ static void slab_discard(struct slab *s, uint64_t *live)
     unsigned pending = 0;
     void *r = remote_object(s, atomic_exchange_explicit(slab_remote(s), 0, memory_order_acquire));
     for (void *p = r; p && pending < s->capacity; p = *slab_link(s, p))
-        pending++;
+        pending += popcount64(record_mask(s->link_off, p));
     *live += (uint64_t)(s->used - pending);
     uint8_t *base = slab_base(s);
     size_t bytes = (size_t)slab_geom[s->cls].pages << SL_PAGE_SHIFT;
@@ -369,4 +373,8 @@ void heap_fork_child(void)
         orphans = h;
         st_relaxed(&norphans, ld_relaxed(&norphans) + 1);
     }
+    /* their batched remote frees: objects still live in other slabs */
+    for (struct heap *h = all_heaps; h; h = h->all_next)
+        if (h->fork_orphan && h->rbatch_n)
+            remote_batch_flush(h);
 }

@@ -106,6 +106,18 @@ bool slab_relink(struct slab *s, void **mag)
     return true;
 }
 
+/* A record whose objects are not all live: a double free (or a record
+ * overwritten after the free, which the mask cannot tell apart). */
+static sl_noinline _Noreturn void collect_bad(struct slab *s, void *rec, uint64_t m, uint64_t v)
+{
+    uint64_t bad = m & ~v;
+    if (!bad || !(m & bitmap_bit((uintptr_t)rec)))
+        sl_fatal("heap corruption: a remote free record was overwritten at", rec, "size class", s->size);
+    uintptr_t word = align_down((uintptr_t)rec, 64 * SL_GRAIN);
+    sl_fatal("double free of", (void *)(word + ((uintptr_t)__builtin_ctzll(bad) << SL_GRAIN_SHIFT)), "size class",
+             s->size);
+}
+
 unsigned slab_collect(struct slab *s)
 {
     _Atomic uint32_t *rh = slab_remote(s);
@@ -114,21 +126,29 @@ unsigned slab_collect(struct slab *s)
         return 0;
     void *r = remote_object(s, atomic_exchange_explicit(rh, 0, memory_order_acquire));
     unsigned n = 0;
-    void *last = NULL;
-    for (void *p = r; p; p = *slab_link(s, p)) {
-        if (unlikely(!bitmap_test((uintptr_t)p)))
-            sl_fatal("double free of", p, "size class", s->size);
-        bitmap_clear_owner((uintptr_t)p);
-        last = p;
-        n++;
+    uint16_t link_off = s->link_off;
+    while (r) {
+        void *next = *slab_link(s, r);
+        uint64_t m = record_mask(link_off, r);
+        _Atomic uint64_t *bw = bitmap_word((uintptr_t)r);
+        uint64_t v = ld_relaxed(bw);
+        if (unlikely((m & ~v) || !(m & bitmap_bit((uintptr_t)r))))
+            collect_bad(s, r, m, v);
+        st_relaxed(bw, v & ~m);
+        n += (unsigned)popcount64(m);
+        r = next;
     }
-    *slab_link(s, last) = s->free;
-    s->free = r;
+    s->unlinked = (uint16_t)(s->unlinked + n);
     s->used = (uint16_t)(s->used - n);
     return n;
 }
 
-bool slab_free_remote(struct slab *s, void *p) { return remote_push(slab_remote(s), p, slab_link(s, p)); }
+bool slab_free_remote(struct slab *s, void *p)
+{
+    if (!s->link_off)
+        *record_mask_word(p) = bitmap_bit((uintptr_t)p);
+    return remote_push(slab_remote(s), p, slab_link(s, p));
+}
 
 void slab_repair(struct slab *s)
 {

@@ -7,14 +7,24 @@
  * their constructed state while free, so the link sits after the object
  * (the kernel's SLUB does the same). Three lists:
  *   free    owner-private freelist: alloc pops, owner frees push. No atomics.
- *   remote  frees by other threads: a LIFO pushed with one CAS, taken whole
- *           by the owner (atomic exchange) on its slow path. Its head is
- *           not in struct slab but in the block's remote heads (block.h),
- *           as a 32-bit word: the first object's grain in the block << 1,
- *           | SLAB_FULL_BIT (0: empty); the links are whole pointers.
+ *   remote  frees by other threads: a LIFO of records pushed with one CAS,
+ *           taken whole by the owner (atomic exchange) on its slow path. A
+ *           record is a run of freed objects that share a bitmap word,
+ *           written into one of them (the record object): its link (at
+ *           link_off) holds the next record, and its second word the run's
+ *           mask of live bits, its own among them. Nothing is written into
+ *           the run's other objects, and the owner clears the whole mask
+ *           with one store and reads no object but the record's. Slabs
+ *           whose objects keep constructed state (link_off != 0) have no
+ *           room for a mask: a record is one object, its mask implied.
+ *           The list head is not in struct slab but in the block's remote
+ *           heads (block.h), as a 32-bit word: the first record's grain in
+ *           the block << 1, | SLAB_FULL_BIT (0: empty); the links are whole
+ *           pointers. Collected objects become unlinked (below).
  *   carve   objects never handed out yet are carved lazily, a page at a
  *           time, so a fresh slab touches only what it uses.
- *   unlinked  objects the owner freed in bulk (bulk.c) are on no list: their
+ *   unlinked  objects the owner freed in bulk (bulk.c) or collected from the
+ *           remote list are on no list: their
  *           live bits are cleared and counted here, and nothing is written
  *           into them. When the free list runs dry, slab_relink finds them
  *           again in the bitmap (carved objects with no live bit that are
@@ -98,9 +108,9 @@ sl_inline void *remote_object(const void *in_block, uint32_t w)
     w >>= 1;
     return w ? (uint8_t *)block_of(in_block) + ((size_t)w << SL_GRAIN_SHIFT) : NULL;
 }
-/* Push the chain first .. (the object whose link is last_link) onto the
- * remote list at rh with one CAS; true if the FULL bit was set (the caller
- * must tell the owner: heap_wake). */
+/* Push the chain of records first .. (the record whose link is last_link)
+ * onto the remote list at rh with one CAS; true if the FULL bit was set
+ * (the caller must tell the owner: heap_wake). */
 sl_inline bool remote_push(_Atomic uint32_t *rh, void *first, void **last_link)
 {
     uint32_t old = atomic_load_explicit(rh, memory_order_relaxed);
@@ -109,6 +119,12 @@ sl_inline bool remote_push(_Atomic uint32_t *rh, void *first, void **last_link)
     } while (!atomic_compare_exchange_weak_explicit(rh, &old, remote_word(first), memory_order_acq_rel,
                                                     memory_order_relaxed));
     return old & SLAB_FULL_BIT;
+}
+/* A remote record's mask of live bits (see above), and writing one. */
+sl_inline uint64_t *record_mask_word(void *rec) { return (uint64_t *)rec + 1; }
+sl_inline uint64_t record_mask(uint16_t link_off, void *rec)
+{
+    return link_off ? bitmap_bit((uintptr_t)rec) : *record_mask_word(rec);
 }
 sl_inline uint8_t *slab_base(struct slab *s) { return page_addr((struct page *)(void *)s); }
 sl_inline void **slab_link(struct slab *s, void *p) { return (void **)((uint8_t *)p + s->link_off); }
@@ -133,11 +149,13 @@ bool slab_carve(struct slab *s);
  * empty; mag: its magazine of s's class from the top, NULL-ended, or NULL
  * for a user cache). False if there were none. */
 bool slab_relink(struct slab *s, void **mag);
-/* Take the remote list onto the free list, checking each object against the
- * bitmap (a double free shows up here). Returns the number taken. */
+/* Take the remote list: each record's objects are checked against the
+ * bitmap (a double free shows up here), their bits cleared a word at a
+ * time, and they become unlinked. Returns the number taken. */
 unsigned slab_collect(struct slab *s);
-/* Remote free (another thread's slab): validate, push with one CAS; returns
- * true if the slab was FULL and the caller must notify its owner. */
+/* Remote free (another thread's slab; p validated): push a record of p
+ * alone with one CAS; returns true if the slab was FULL and the caller
+ * must notify its owner. */
 bool slab_free_remote(struct slab *s, void *p);
 /* Make the counts of a slab whose owner may have stopped mid-operation (a
  * thread that did not survive fork) agree again: objects on the free list

@@ -1,0 +1,110 @@
+/* remote_batch.c — frees of objects of other heaps' malloc slabs, batched
+ * per thread and pushed as remote records (slab.h).
+ *
+ * The free fast path reads only the page tag of a remote object (heap.h);
+ * the object goes into the freeing heap's batch, neither read nor written.
+ * A flush then works through the batch from its end. A run of entries that
+ * share a bitmap word (so one page, so one slab) is validated against that
+ * word, loaded once: each object must be aligned, live, and not already in
+ * the run. The run becomes one record, written into one of its objects
+ * (its mask of live bits); the records of one slab in a row are chained
+ * and pushed with one compare-and-swap. A double free across runs or
+ * batches is caught where it always was: the owner clears each record's
+ * bits as it collects, and finds a second copy's bit clear. So a remote
+ * free reads the bitmap line the owner writes on every allocation once
+ * per run instead of once per free, writes one object per run, and swaps
+ * the remote head once per slab.
+ *
+ * Invariants: the batch holds objects of malloc slabs the heap did not own
+ * when they were added, each still live (bit set) and counted as used in
+ * its slab, so no slab with a batched object is released. The count is
+ * lowered before a run is pushed, and a slot is written before the count
+ * is raised: a thread that fork leaves behind mid-flush loses at most the
+ * runs in flight (a bounded leak) and never pushes an object twice; the
+ * child flushes the batches of the heaps fork orphaned (heaps.c). A bad
+ * pointer is reported when its batch is flushed, before anything is
+ * written for it.
+ */
+#include <stdatomic.h>
+
+#include "heap.h"
+
+void remote_push_tagged(struct heap *h, void *first, void *last, uint32_t t, unsigned n)
+{
+    uintptr_t head = tag_slab_head(first, t);
+    stat_add(h->stats, STAT_free_remote, n);
+    if (remote_push(page_rhead(head), first, (void **)last)) {
+        struct slab *s = slab_of_page(page_of((void *)head));
+        heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
+    }
+}
+
+/* Validate ps[0, k) (objects in one bitmap word, the last first) and
+ * make them one record, written into ps[k - 1]; its page tag in *t. NULL
+ * if the slab changed hands since they were batched (orphaned, or adopted
+ * by h): then they were freed one by one. */
+static void *make_record(struct heap *h, void **ps, unsigned k, uint32_t *t)
+{
+    uintptr_t rec = (uintptr_t)ps[k - 1];
+    *t = ld_relaxed(page_tag(rec));
+    if (!*t || tag_relative(h, *t) < TAG_MINE_LIMIT) {
+        for (unsigned i = k; i--;)
+            heap_free_block_now(ps[i]);
+        return NULL;
+    }
+    uint64_t live = ld_relaxed(bitmap_word(rec)), mask = 0;
+    for (unsigned i = k; i--;) {
+        uintptr_t q = (uintptr_t)ps[i];
+        uint64_t bit = bitmap_bit(q);
+        if (unlikely((q & (SL_GRAIN - 1)) || !(live & bit) || (mask & bit)))
+            heap_bad_free((void *)q, (uintptr_t)block_of((void *)q) | PM_BLOCK, "free");
+        mask |= bit;
+    }
+    *record_mask_word((void *)rec) = mask;
+    return (void *)rec;
+}
+
+void remote_batch_flush(struct heap *h)
+{
+    unsigned n = h->rbatch_n;
+    /* records of one slab in a row are chained and pushed together */
+    void *first = NULL, *last = NULL;
+    uint32_t first_tag = 0;
+    unsigned count = 0;
+    while (n) {
+        uintptr_t word = (uintptr_t)h->rbatch[n - 1] >> 10;
+        unsigned m = n - 1;
+        while (m && (uintptr_t)h->rbatch[m - 1] >> 10 == word)
+            m--;
+        h->rbatch_n = m; /* taken before it is pushed (see the top) */
+        atomic_signal_fence(memory_order_seq_cst);
+        uint32_t t;
+        void *rec = make_record(h, &h->rbatch[m], n - m, &t);
+        if (rec && first && tag_slab_head(rec, t) == tag_slab_head(first, first_tag)) {
+            *(void **)last = rec; /* malloc slabs: the link is word 0 */
+            last = rec;
+            count += n - m;
+        } else if (rec) {
+            if (first)
+                remote_push_tagged(h, first, last, first_tag, count);
+            first = last = rec;
+            first_tag = t;
+            count = n - m;
+        }
+        n = m;
+    }
+    if (first)
+        remote_push_tagged(h, first, last, first_tag, count);
+    h->rbatch_bytes = 0;
+}
+
+void remote_batch_add(struct heap *h, void *p, uint32_t t)
+{
+    unsigned n = h->rbatch_n;
+    h->rbatch[n] = p;
+    atomic_signal_fence(memory_order_seq_cst); /* the slot before the count (see the top) */
+    h->rbatch_n = n + 1;
+    h->rbatch_bytes += class_size[t & ((1u << TAG_PAGE_SHIFT) - 1)];
+    if (n + 1 == RBATCH_CAP || h->rbatch_bytes >= RBATCH_BYTES)
+        remote_batch_flush(h);
+}
