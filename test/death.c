@@ -23,6 +23,36 @@ static void *free_twice(void *arg)
     return NULL;
 }
 
+/* Remote frees from another thread: the NULL-ended list at arg, one by one
+ * or (bulk) as one sl_free_bulk of the first three. */
+static void *free_list(void *arg)
+{
+    void **v = arg;
+    for (size_t i = 0; v[i]; i++)
+        sl_free(v[i]);
+    return NULL;
+}
+static void *free_three_bulk(void *arg)
+{
+    sl_free_bulk(arg, 3);
+    return NULL;
+}
+static void in_thread(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, fn, arg);
+    pthread_join(t, NULL);
+}
+/* Two objects of `size` in different bitmap words (1 KiB apart or more). */
+static void two_apart(size_t size, void **a, void **b)
+{
+    *a = sl_malloc(size);
+    do
+        *b = sl_malloc(size);
+    while ((uintptr_t)*b >> 10 == (uintptr_t)*a >> 10);
+}
+static void ctor_none(void *p) { (void)p; }
+
 #if SL_OVERRIDE
 extern void _ZdlPvm(void *, size_t); /* operator delete(void *, size_t) */
 #endif
@@ -49,6 +79,37 @@ static void run_case(const char *name)
         pthread_create(&t, NULL, free_twice, NULL);
         pthread_join(t, NULL);
         sl_purge(); /* the owner collects the remote list */
+    } else if (!strcmp(name, "double_free_remote_runs")) {
+        void *v[4] = { 0 };
+        two_apart(32, &v[0], &v[1]);
+        v[2] = v[0]; /* one batch, two records of p's word */
+        in_thread(free_list, v);
+        sl_purge(); /* the owner collects: the second record finds the bit clear */
+    } else if (!strcmp(name, "remote_interior")) {
+        void *v[2] = { (char *)sl_malloc(64) + 16, NULL };
+        in_thread(free_list, v);
+    } else if (!strcmp(name, "remote_interior_grain")) {
+        void *v[2] = { (char *)sl_malloc(64) + 8, NULL };
+        in_thread(free_list, v);
+    } else if (!strcmp(name, "remote_record_overwritten")) {
+        void *v[2] = { sl_malloc(64), NULL };
+        in_thread(free_list, v);
+        ((volatile uint64_t *)v[0])[1] = 0; /* written after free: the record's mask */
+        sl_purge();
+    } else if (!strcmp(name, "bulk_remote_revisit")) {
+        void *v[3];
+        two_apart(48, &v[0], &v[1]);
+        v[2] = v[0]; /* back to the first word after the second */
+        in_thread(free_three_bulk, v);
+    } else if (!strcmp(name, "cache_bulk_remote_revisit")) {
+        sl_cache_t *a = sl_cache_create("alpha", 40, 0, 0, ctor_none); /* a record per object */
+        void *v[3];
+        v[0] = sl_cache_alloc(a);
+        do
+            v[1] = sl_cache_alloc(a);
+        while ((uintptr_t)v[1] >> 10 == (uintptr_t)v[0] >> 10);
+        v[2] = v[0];
+        in_thread(free_three_bulk, v);
     } else if (!strcmp(name, "free_stack")) {
         sl_free((void *)stack_buf);
     } else if (!strcmp(name, "free_static")) {
@@ -182,6 +243,12 @@ static const struct expect cases[] = {
     { "double_free_medium", "sluice: double free of 0x" },
     { "double_free_huge", "sluice: double free of 0x" },
     { "double_free_remote", "sluice: double free of 0x" },
+    { "double_free_remote_runs", "sluice: double free of 0x" },
+    { "remote_interior", "sluice: free of an interior pointer 0x" },
+    { "remote_interior_grain", "sluice: free of an interior pointer 0x" },
+    { "remote_record_overwritten", "sluice: heap corruption: a remote free record was overwritten at 0x" },
+    { "bulk_remote_revisit", "sluice: double free of 0x" },
+    { "cache_bulk_remote_revisit", "sluice: double free of 0x" },
     { "free_stack", "sluice: free of a pointer sluice did not allocate: 0x" },
     { "free_static", "sluice: free of a pointer sluice did not allocate: 0x" },
     { "free_interior_small", "sluice: free of an interior pointer 0x" },

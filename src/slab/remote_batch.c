@@ -64,11 +64,26 @@ static void *make_record(struct heap *h, void **ps, unsigned k, uint32_t *t)
     return (void *)rec;
 }
 
+/* rec joins the chain first .. last: an object that is already one of its
+ * records would have its link overwritten, and the records after it lost
+ * unseen, so that is reported (the chain's records lie in words lo..hi). */
+static void chain_check(uintptr_t first, uintptr_t last, uintptr_t lo, uintptr_t hi, uintptr_t rec)
+{
+    if (rec >> 10 < lo || rec >> 10 > hi)
+        return;
+    for (uintptr_t r = first;; r = *(uintptr_t *)r) {
+        if (r == rec)
+            heap_bad_free((void *)rec, (uintptr_t)block_of((void *)rec) | PM_BLOCK, "free");
+        if (r == last)
+            return;
+    }
+}
+
 void remote_batch_flush(struct heap *h)
 {
     unsigned n = h->rbatch_n;
     /* records of one slab in a row are chained and pushed together */
-    void *first = NULL, *last = NULL;
+    uintptr_t first = 0, last = 0, lo = 0, hi = 0;
     uint32_t first_tag = 0;
     unsigned count = 0;
     while (n) {
@@ -79,22 +94,26 @@ void remote_batch_flush(struct heap *h)
         h->rbatch_n = m; /* taken before it is pushed (see the top) */
         atomic_signal_fence(memory_order_seq_cst);
         uint32_t t;
-        void *rec = make_record(h, &h->rbatch[m], n - m, &t);
-        if (rec && first && tag_slab_head(rec, t) == tag_slab_head(first, first_tag)) {
-            *(void **)last = rec; /* malloc slabs: the link is word 0 */
+        uintptr_t rec = (uintptr_t)make_record(h, &h->rbatch[m], n - m, &t);
+        if (rec && first && tag_slab_head((void *)rec, t) == tag_slab_head((void *)first, first_tag)) {
+            chain_check(first, last, lo, hi, rec);
+            *(uintptr_t *)last = rec; /* malloc slabs: the link is word 0 */
             last = rec;
+            lo = word < lo ? word : lo;
+            hi = word > hi ? word : hi;
             count += n - m;
         } else if (rec) {
             if (first)
-                remote_push_tagged(h, first, last, first_tag, count);
+                remote_push_tagged(h, (void *)first, (void *)last, first_tag, count);
             first = last = rec;
+            lo = hi = word;
             first_tag = t;
             count = n - m;
         }
         n = m;
     }
     if (first)
-        remote_push_tagged(h, first, last, first_tag, count);
+        remote_push_tagged(h, (void *)first, (void *)last, first_tag, count);
     h->rbatch_bytes = 0;
 }
 
