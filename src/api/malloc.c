@@ -110,6 +110,8 @@ static sl_cold void free_other_slow(void *p, uintptr_t e)
 {
     if (!p)
         return;
+    if (e & PM_BLOCK) /* a block at or past 2^47, beyond the flat bitmap */
+        return heap_free_block(p);
     if (e & PM_ZERO)
         return zero_free(pagemap_region(e), p, "free");
     if (checked_ptr(p, e))
@@ -126,10 +128,9 @@ static sl_cold void free_other_slow(void *p, uintptr_t e)
 
 void sl_free(void *p)
 {
-    uintptr_t e = pagemap_get((uintptr_t)p);
-    if (likely(e & PM_BLOCK))
+    if (likely(pagemap_is_block((uintptr_t)p)))
         return heap_free_block(p);
-    free_other_slow(p, e);
+    free_other_slow(p, pagemap_get((uintptr_t)p));
 }
 
 void *sl_calloc(size_t n, size_t size)

@@ -7,6 +7,22 @@ _Atomic uintptr_t pagemap_zero_leaf[1u << PM_LEAF_BITS];
 
 _Atomic uintptr_t pagemap_top[1u << PM_TOP_BITS];
 
+_Atomic uint64_t pagemap_blocks[(size_t)1 << (PM_FLAT_BITS - SL_BLOCK_SHIFT - 6)];
+
+/* Keep the flat block bitmap (pagemap.h) for granule g: published after
+ * the entry, taken away before it is cleared (pagemap_set's order). */
+static void blocks_update(uintptr_t g, bool block)
+{
+    if (g >= (uintptr_t)1 << (PM_FLAT_BITS - SL_BLOCK_SHIFT))
+        return;
+    _Atomic uint64_t *w = &pagemap_blocks[g >> 6];
+    uint64_t bit = (uint64_t)1 << (g & 63);
+    if (block)
+        atomic_fetch_or_explicit(w, bit, memory_order_release);
+    else if (atomic_load_explicit(w, memory_order_relaxed) & bit)
+        atomic_fetch_and_explicit(w, ~bit, memory_order_release);
+}
+
 static _Atomic uintptr_t *leaf_get_or_create(uintptr_t top)
 {
     _Atomic uintptr_t *leaf = pagemap_leaf(top);
@@ -38,8 +54,12 @@ bool pagemap_set(uintptr_t base, size_t size, uintptr_t value)
             if (!(leaf = leaf_get_or_create(top)))
                 return false;
         }
+        if (!(value & PM_BLOCK))
+            blocks_update(a >> SL_BLOCK_SHIFT, false);
         atomic_store_explicit(&leaf[(a >> SL_BLOCK_SHIFT) & ((1u << PM_LEAF_BITS) - 1)], value,
                               memory_order_release);
+        if (value & PM_BLOCK)
+            blocks_update(a >> SL_BLOCK_SHIFT, true);
     }
     return true;
 }

@@ -12,6 +12,12 @@
  *             descriptor (struct zero_zone)
  * Readers take no lock (acquire loads); writers publish a region after
  * initialising it and clear it before releasing it.
+ *
+ * Beside the tree, a flat bitmap of the PM_BLOCK granules below 2^47 (where
+ * the kernel maps everything not asked for higher up): 8 MiB of .bss, of
+ * which a page covers 64 GiB, so only the pages for the address ranges in
+ * use are ever touched. The free fast path asks it alone (one load, one
+ * bit test, no dependent second load); pagemap_set keeps it.
  */
 #ifndef SL_PAGEMAP_H
 #define SL_PAGEMAP_H
@@ -45,6 +51,18 @@ sl_inline uintptr_t pagemap_get(uintptr_t a)
     _Atomic uintptr_t *leaf = pagemap_leaf(top);
     return atomic_load_explicit(&leaf[(a >> SL_BLOCK_SHIFT) & ((1u << PM_LEAF_BITS) - 1)],
                                 memory_order_acquire);
+}
+
+#define PM_FLAT_BITS 47 /* address bits the flat block bitmap covers */
+extern _Atomic uint64_t pagemap_blocks[(size_t)1 << (PM_FLAT_BITS - SL_BLOCK_SHIFT - 6)];
+
+/* Is a inside a pageblock (its entry PM_BLOCK)? */
+sl_inline bool pagemap_is_block(uintptr_t a)
+{
+    uintptr_t g = a >> SL_BLOCK_SHIFT;
+    if (unlikely(g >= (uintptr_t)1 << (PM_FLAT_BITS - SL_BLOCK_SHIFT)))
+        return false;
+    return bit_test64(atomic_load_explicit(&pagemap_blocks[g >> 6], memory_order_acquire), g);
 }
 
 /* The region an entry names (a block, a struct huge, a struct zero_zone). */

@@ -155,10 +155,11 @@ sl_inline void mag_reset(struct heap *h, unsigned cls)
     mag_set(h, cls, mag_end(h, cls));
 }
 
+/* Small malloc, n <= SL_SMALL_MAX. */
 sl_inline void *heap_alloc_small(size_t n)
 {
     struct heap *h = tls_heap;
-    unsigned cls = size_class(n);
+    unsigned cls = size_class_small(n);
     void **top = h->mag_top[cls];
     void *p = *top;
     if (likely(p)) {
@@ -233,16 +234,17 @@ sl_inline void heap_free_block(void *p)
         return heap_free_block_slow(p);
     _Atomic uint64_t *w = bitmap_word(a);
     uint64_t v = ld_relaxed(w);
-    unsigned sh = (a >> SL_GRAIN_SHIFT) & 63; /* bt/btr: no mask to build */
+    uintptr_t bit = a >> SL_GRAIN_SHIFT; /* mod 64: the bit in w */
     if (unlikely(a & (SL_GRAIN - 1)))
         return heap_free_block_slow(p);
-    if (unlikely(!((v >> sh) & 1)))
+    if (unlikely(!bit_test64(v, bit)))
         return heap_free_block_slow(p);
     unsigned cls = x & ((1u << TAG_PAGE_SHIFT) - 1);
     void **top = h->mag_top[cls] - 1;
+    v = bit_clear64(v, bit);
     if (unlikely(*top == MAG_LIMIT))
-        return heap_free_mag_full_slow(h, p, w, v & ~((uint64_t)1 << sh));
-    st_relaxed(w, v & ~((uint64_t)1 << sh));
+        return heap_free_mag_full_slow(h, p, w, v);
+    st_relaxed(w, v);
     *top = p;
     mag_set(h, cls, top);
     stat_add(h->stats, STAT_free_small, 1);

@@ -42,7 +42,7 @@ extern size_t sl_small_limit sl_hidden;
 
 extern const uint32_t class_size[SL_NCLASSES];
 extern const uint8_t class_pages[SL_NCLASSES];
-extern const uint8_t class_lut[65];
+extern const uint8_t class_lut[SL_SMALL_MAX / 16 + 1];
 extern const uint8_t class_mag_cap[SL_NCLASSES]; /* see heap.h: struct heap's magazines */
 
 /* The arithmetic behind the classes: 16-byte steps to 128, then 8 classes
@@ -55,14 +55,13 @@ sl_inline unsigned size_class_arith(size_t n)
     return ((b - 7) << 3) + (unsigned)((n - 1) >> (b - 3));
 }
 
-/* Class of a request of n <= SL_SMALL_MAX bytes: a table up to 1 KiB (the
- * common case, three instructions), the arithmetic above it. 0 bytes is
- * SL_CLASS_ZERO. */
+/* Class of a request of n <= SL_SMALL_MAX bytes (the malloc fast path: one
+ * load, no branch); 0 bytes is SL_CLASS_ZERO. */
+sl_inline unsigned size_class_small(size_t n) { return class_lut[(n + 15) >> 4]; }
+/* The same for any n: above SL_SMALL_MAX, a class past the last. */
 sl_inline unsigned size_class(size_t n)
 {
-    if (likely(n <= 1024))
-        return class_lut[(n + 15) >> 4];
-    return size_class_arith(n);
+    return likely(n <= SL_SMALL_MAX) ? size_class_small(n) : size_class_arith(n);
 }
 
 #endif
