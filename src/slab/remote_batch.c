@@ -3,27 +3,28 @@
  *
  * The free fast path reads only the page tag of a remote object (heap.h);
  * the object goes into the freeing heap's batch, neither read nor written.
- * A flush then works through the batch from its end. A run of entries that
- * share a bitmap word (so one page, so one slab) is validated against that
- * word, loaded once: each object must be aligned, live, and not already in
- * the run. The run becomes one record, written into one of its objects
- * (its mask of live bits); the records of one slab in a row are chained
- * and pushed with one compare-and-swap. A double free across runs or
- * batches is caught where it always was: the owner clears each record's
- * bits as it collects, and finds a second copy's bit clear. So a remote
- * free reads the bitmap line the owner writes on every allocation once
- * per run instead of once per free, writes one object per run, and swaps
- * the remote head once per slab.
+ * A flush takes the batch whole and sorts it by address. A run of objects
+ * that share a bitmap word (so one page, so one slab) is validated against
+ * that word, loaded once: each object must be aligned, live, and not
+ * already in the run (an object twice in the batch is twice in one run).
+ * The run becomes one record, written into one of its objects (its mask of
+ * live bits); a slab's records, side by side after the sort, are chained
+ * and pushed with one compare-and-swap. A double free across batches is
+ * caught where it always was: the owner clears each record's bits as it
+ * collects, and finds a second copy's bit clear. So a remote free reads
+ * the bitmap line the owner writes on every allocation once per run
+ * instead of once per free, writes one object per run, and swaps the
+ * remote head once per slab.
  *
  * Invariants: the batch holds objects of malloc slabs the heap did not own
  * when they were added, each still live (bit set) and counted as used in
- * its slab, so no slab with a batched object is released. The count is
- * lowered before a run is pushed, and a slot is written before the count
- * is raised: a thread that fork leaves behind mid-flush loses at most the
- * runs in flight (a bounded leak) and never pushes an object twice; the
- * child flushes the batches of the heaps fork orphaned (heaps.c). A bad
- * pointer is reported when its batch is flushed, before anything is
- * written for it.
+ * its slab, so no slab with a batched object is released. A slot is
+ * written before the count is raised, and the count is zeroed before
+ * anything of a flush is pushed: a thread that fork leaves behind
+ * mid-flush loses that batch (a bounded leak) and never pushes an object
+ * twice; the child flushes the batches of the heaps fork orphaned
+ * (heaps.c). A bad pointer is reported when its batch is flushed, before
+ * anything is written for it.
  */
 #include <stdatomic.h>
 
@@ -39,22 +40,22 @@ void remote_push_tagged(struct heap *h, void *first, void *last, uint32_t t, uns
     }
 }
 
-/* Validate ps[0, k) (objects in one bitmap word, the last first) and
+/* Validate ps[0, k) (objects in one bitmap word, in address order) and
  * make them one record, written into ps[k - 1]; its page tag in *t. NULL
  * if the slab changed hands since they were batched (orphaned, or adopted
  * by h): then they were freed one by one. */
-static void *make_record(struct heap *h, void **ps, unsigned k, uint32_t *t)
+static void *make_record(struct heap *h, const uintptr_t *ps, unsigned k, uint32_t *t)
 {
-    uintptr_t rec = (uintptr_t)ps[k - 1];
+    uintptr_t rec = ps[k - 1];
     *t = ld_relaxed(page_tag(rec));
     if (!*t || tag_relative(h, *t) < TAG_MINE_LIMIT) {
         for (unsigned i = k; i--;)
-            heap_free_block_now(ps[i]);
+            heap_free_block_now((void *)ps[i]);
         return NULL;
     }
     uint64_t live = ld_relaxed(bitmap_word(rec)), mask = 0;
     for (unsigned i = k; i--;) {
-        uintptr_t q = (uintptr_t)ps[i];
+        uintptr_t q = ps[i];
         uint64_t bit = bitmap_bit(q);
         if (unlikely((q & (SL_GRAIN - 1)) || !(live & bit) || (mask & bit)))
             heap_bad_free((void *)q, (uintptr_t)block_of((void *)q) | PM_BLOCK, "free");
@@ -64,57 +65,45 @@ static void *make_record(struct heap *h, void **ps, unsigned k, uint32_t *t)
     return (void *)rec;
 }
 
-/* rec joins the chain first .. last: an object that is already one of its
- * records would have its link overwritten, and the records after it lost
- * unseen, so that is reported (the chain's records lie in words lo..hi). */
-static void chain_check(uintptr_t first, uintptr_t last, uintptr_t lo, uintptr_t hi, uintptr_t rec)
-{
-    if (rec >> 10 < lo || rec >> 10 > hi)
-        return;
-    for (uintptr_t r = first;; r = *(uintptr_t *)r) {
-        if (r == rec)
-            heap_bad_free((void *)rec, (uintptr_t)block_of((void *)rec) | PM_BLOCK, "free");
-        if (r == last)
-            return;
-    }
-}
-
 void remote_batch_flush(struct heap *h)
 {
+    uintptr_t v[RBATCH_CAP];
     unsigned n = h->rbatch_n;
-    /* records of one slab in a row are chained and pushed together */
-    uintptr_t first = 0, last = 0, lo = 0, hi = 0;
+    /* taken whole before anything is pushed (see the top), and sorted:
+     * the objects of a bitmap word, and the words of a slab, side by side */
+    for (unsigned i = 0; i < n; i++) {
+        uintptr_t x = (uintptr_t)h->rbatch[i];
+        unsigned j = i;
+        for (; j && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+    h->rbatch_n = 0;
+    h->rbatch_bytes = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    /* each word's objects are one record; a slab's records one chain */
+    uintptr_t first = 0, last = 0;
     uint32_t first_tag = 0;
     unsigned count = 0;
-    while (n) {
-        uintptr_t word = (uintptr_t)h->rbatch[n - 1] >> 10;
-        unsigned m = n - 1;
-        while (m && (uintptr_t)h->rbatch[m - 1] >> 10 == word)
-            m--;
-        h->rbatch_n = m; /* taken before it is pushed (see the top) */
-        atomic_signal_fence(memory_order_seq_cst);
+    for (unsigned i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && v[j] >> 10 == v[i] >> 10; j++)
+            ;
         uint32_t t;
-        uintptr_t rec = (uintptr_t)make_record(h, &h->rbatch[m], n - m, &t);
+        uintptr_t rec = (uintptr_t)make_record(h, &v[i], j - i, &t);
         if (rec && first && tag_slab_head((void *)rec, t) == tag_slab_head((void *)first, first_tag)) {
-            chain_check(first, last, lo, hi, rec);
             *(uintptr_t *)last = rec; /* malloc slabs: the link is word 0 */
             last = rec;
-            lo = word < lo ? word : lo;
-            hi = word > hi ? word : hi;
-            count += n - m;
+            count += j - i;
         } else if (rec) {
             if (first)
                 remote_push_tagged(h, (void *)first, (void *)last, first_tag, count);
             first = last = rec;
-            lo = hi = word;
             first_tag = t;
-            count = n - m;
+            count = j - i;
         }
-        n = m;
     }
     if (first)
         remote_push_tagged(h, (void *)first, (void *)last, first_tag, count);
-    h->rbatch_bytes = 0;
 }
 
 void remote_batch_add(struct heap *h, void *p, uint32_t t)
