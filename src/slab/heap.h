@@ -85,6 +85,7 @@ struct heap {
     void *mag[SL_NCLASSES][MAG_MAX + 2]; /* owner; magazines, see mag_top */
     uint32_t rbatch_n, rbatch_bytes;     /* owner: remote frees batched, and their bytes */
     void *rbatch[RBATCH_CAP];            /* owner (remote_batch.c) */
+    uint8_t rbatch_cls[RBATCH_CAP];      /* owner: each one's size class */
 };
 
 extern struct heap heap_empty;

@@ -69,15 +69,25 @@ void remote_batch_flush(struct heap *h)
 {
     uintptr_t v[RBATCH_CAP];
     unsigned n = h->rbatch_n;
-    /* taken whole before anything is pushed (see the top), and sorted:
+    /* taken whole before anything is pushed (see the top), and sorted: by
+     * class (a counting sort; a slab's objects are all of one class), then
+     * by address within a class (short runs, mostly in order already), so
      * the objects of a bitmap word, and the words of a slab, side by side */
-    for (unsigned i = 0; i < n; i++) {
-        uintptr_t x = (uintptr_t)h->rbatch[i];
-        unsigned j = i;
-        for (; j && v[j - 1] > x; j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
+    unsigned at[SL_NCLASSES + 1] = { 0 };
+    for (unsigned i = 0; i < n; i++)
+        at[h->rbatch_cls[i] + 1]++;
+    for (unsigned c = 1; c <= SL_NCLASSES; c++)
+        at[c] += at[c - 1];
+    for (unsigned i = 0; i < n; i++)
+        v[at[h->rbatch_cls[i]]++] = (uintptr_t)h->rbatch[i];
+    for (unsigned c = 0, from = 0; c < SL_NCLASSES; from = at[c++])
+        for (unsigned i = from + 1; i < at[c]; i++) {
+            uintptr_t x = v[i];
+            unsigned j = i;
+            for (; j > from && v[j - 1] > x; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
     h->rbatch_n = 0;
     h->rbatch_bytes = 0;
     atomic_signal_fence(memory_order_seq_cst);
@@ -108,11 +118,12 @@ void remote_batch_flush(struct heap *h)
 
 void remote_batch_add(struct heap *h, void *p, uint32_t t)
 {
-    unsigned n = h->rbatch_n;
+    unsigned n = h->rbatch_n, cls = t & ((1u << TAG_PAGE_SHIFT) - 1);
     h->rbatch[n] = p;
+    h->rbatch_cls[n] = (uint8_t)cls;
     atomic_signal_fence(memory_order_seq_cst); /* the slot before the count (see the top) */
     h->rbatch_n = n + 1;
-    h->rbatch_bytes += class_size[t & ((1u << TAG_PAGE_SHIFT) - 1)];
+    h->rbatch_bytes += class_size[cls];
     if (n + 1 == RBATCH_CAP || h->rbatch_bytes >= RBATCH_BYTES)
         remote_batch_flush(h);
 }
