@@ -71,8 +71,11 @@ void remote_batch_flush(struct heap *h)
     unsigned n = h->rbatch_n;
     /* taken whole before anything is pushed (see the top), and sorted: by
      * class (a counting sort; a slab's objects are all of one class), then
-     * by address within a class (short runs, mostly in order already), so
-     * the objects of a bitmap word, and the words of a slab, side by side */
+     * by address within a class (an insertion sort: a class's objects come
+     * mostly in allocation order, ascending or, off a relinked free list,
+     * descending, so a group that ends lower than it starts is reversed
+     * first), so the objects of a bitmap word, and the words of a slab,
+     * side by side */
     unsigned at[SL_NCLASSES + 1] = { 0 };
     for (unsigned i = 0; i < n; i++)
         at[h->rbatch_cls[i] + 1]++;
@@ -80,7 +83,13 @@ void remote_batch_flush(struct heap *h)
         at[c] += at[c - 1];
     for (unsigned i = 0; i < n; i++)
         v[at[h->rbatch_cls[i]]++] = (uintptr_t)h->rbatch[i];
-    for (unsigned c = 0, from = 0; c < SL_NCLASSES; from = at[c++])
+    for (unsigned c = 0, from = 0; c < SL_NCLASSES; from = at[c++]) {
+        if (at[c] - from > 1 && v[from] > v[at[c] - 1])
+            for (unsigned i = from, j = at[c] - 1; i < j; i++, j--) {
+                uintptr_t x = v[i];
+                v[i] = v[j];
+                v[j] = x;
+            }
         for (unsigned i = from + 1; i < at[c]; i++) {
             uintptr_t x = v[i];
             unsigned j = i;
@@ -88,6 +97,7 @@ void remote_batch_flush(struct heap *h)
                 v[j] = v[j - 1];
             v[j] = x;
         }
+    }
     h->rbatch_n = 0;
     h->rbatch_bytes = 0;
     atomic_signal_fence(memory_order_seq_cst);
