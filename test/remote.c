@@ -52,6 +52,24 @@ static size_t come_back(size_t tries)
     return found;
 }
 
+/* Start a freer (drain: sl_purge when told) and wait until it has freed;
+ * let it run through its remaining `waits` barriers and join it. */
+static pthread_t freer_start(void *drain)
+{
+    pthread_t t;
+    pthread_barrier_init(&bar, NULL, 2);
+    pthread_create(&t, NULL, freer, drain);
+    pthread_barrier_wait(&bar);
+    return t;
+}
+static void freer_finish(pthread_t t, int waits)
+{
+    while (waits--)
+        pthread_barrier_wait(&bar);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&bar);
+}
+
 static void fill(size_t n, size_t size)
 {
     nobjs = n;
@@ -68,19 +86,14 @@ static void test_held_until_drain(void)
 {
     fill(N, 64);
     uint64_t before = sl_stat("free_remote");
-    pthread_t t;
-    pthread_barrier_init(&bar, NULL, 2);
-    pthread_create(&t, NULL, freer, (void *)1);
-    pthread_barrier_wait(&bar);
+    pthread_t t = freer_start((void *)1);
     CHECK_EQ(sl_stat("free_remote") - before, 0); /* batched, not pushed */
     pthread_barrier_wait(&bar);
     pthread_barrier_wait(&bar); /* it drained */
     CHECK_EQ(sl_stat("free_remote") - before, N);
     sl_purge(); /* collect: N objects back in this thread's slab */
     CHECK(sl_check() == 0);
-    pthread_barrier_wait(&bar);
-    pthread_join(t, NULL);
-    pthread_barrier_destroy(&bar);
+    freer_finish(t, 1);
     CHECK_EQ(come_back(8192), N); /* the same addresses, none twice */
 }
 
@@ -89,13 +102,7 @@ static void test_thread_exit(void)
 {
     fill(N, 100);
     uint64_t before = sl_stat("free_remote");
-    pthread_t t;
-    pthread_barrier_init(&bar, NULL, 2);
-    pthread_create(&t, NULL, freer, NULL);
-    for (int i = 0; i < 4; i++)
-        pthread_barrier_wait(&bar);
-    pthread_join(t, NULL);
-    pthread_barrier_destroy(&bar);
+    freer_finish(freer_start(NULL), 3);
     CHECK_EQ(sl_stat("free_remote") - before, N);
     sl_purge();
     CHECK(sl_check() == 0);
@@ -106,15 +113,9 @@ static void test_byte_limit(void)
 {
     fill(8, 16384);
     uint64_t before = sl_stat("free_remote");
-    pthread_t t;
-    pthread_barrier_init(&bar, NULL, 2);
-    pthread_create(&t, NULL, freer, NULL);
-    pthread_barrier_wait(&bar);
+    pthread_t t = freer_start(NULL);
     CHECK_EQ(sl_stat("free_remote") - before, 8);
-    for (int i = 0; i < 3; i++)
-        pthread_barrier_wait(&bar);
-    pthread_join(t, NULL);
-    pthread_barrier_destroy(&bar);
+    freer_finish(t, 3);
     sl_purge();
     CHECK(sl_check() == 0);
 }
@@ -125,10 +126,7 @@ static void test_fork(void)
 {
     fill(N, 48);
     uint64_t before = sl_stat("free_remote");
-    pthread_t t;
-    pthread_barrier_init(&bar, NULL, 2);
-    pthread_create(&t, NULL, freer, NULL);
-    pthread_barrier_wait(&bar); /* it holds N objects in its batch */
+    pthread_t t = freer_start(NULL); /* it holds N objects in its batch */
     pid_t pid = fork();
     if (pid == 0) {
         int ok = sl_stat("free_remote") - before == N;
@@ -140,10 +138,7 @@ static void test_fork(void)
     int status = 0;
     CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    for (int i = 0; i < 3; i++)
-        pthread_barrier_wait(&bar);
-    pthread_join(t, NULL);
-    pthread_barrier_destroy(&bar);
+    freer_finish(t, 3);
     sl_purge();
     CHECK(sl_check() == 0);
 }
