@@ -110,8 +110,6 @@ static sl_cold void free_other_slow(void *p, uintptr_t e)
 {
     if (!p)
         return;
-    if (e & PM_BLOCK) /* a block at or past 2^47, beyond the flat bitmap */
-        return heap_free_block(p);
     if (e & PM_ZERO)
         return zero_free(pagemap_region(e), p, "free");
     if (checked_ptr(p, e))

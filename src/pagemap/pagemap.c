@@ -43,6 +43,9 @@ static _Atomic uintptr_t *leaf_get_or_create(uintptr_t top)
 
 bool pagemap_set(uintptr_t base, size_t size, uintptr_t value)
 {
+    /* a pageblock must be in the flat bitmap, or sl_free would not know it */
+    if ((value & PM_BLOCK) && base + size > (uintptr_t)1 << PM_FLAT_BITS)
+        return false;
     for (uintptr_t a = base; a < base + size; a += SL_BLOCK) {
         uintptr_t top = a >> (SL_BLOCK_SHIFT + PM_LEAF_BITS);
         if (top >= (1u << PM_TOP_BITS))

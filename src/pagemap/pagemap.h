@@ -13,11 +13,12 @@
  * Readers take no lock (acquire loads); writers publish a region after
  * initialising it and clear it before releasing it.
  *
- * Beside the tree, a flat bitmap of the PM_BLOCK granules below 2^47 (where
- * the kernel maps everything not asked for higher up): 8 MiB of .bss, of
- * which a page covers 64 GiB, so only the pages for the address ranges in
- * use are ever touched. The free fast path asks it alone (one load, one
- * bit test, no dependent second load); pagemap_set keeps it.
+ * Beside the tree, a flat bitmap of the PM_BLOCK granules, all below 2^47
+ * (where the kernel maps everything not asked for higher up; pagemap_set
+ * refuses a block above): 8 MiB of .bss, of which a page covers 64 GiB, so
+ * only the pages for the address ranges in use are ever touched. The free
+ * fast path asks it alone (one load, one bit test, no dependent second
+ * load); pagemap_set keeps it.
  */
 #ifndef SL_PAGEMAP_H
 #define SL_PAGEMAP_H
@@ -69,7 +70,8 @@ sl_inline bool pagemap_is_block(uintptr_t a)
 sl_inline void *pagemap_region(uintptr_t e) { return (void *)(e & ~(uintptr_t)PM_KIND_MASK); }
 
 /* Set the entries of [base, base + size) (granule aligned) to value.
- * Returns false (ENOMEM) if a leaf could not be mapped. */
+ * Returns false (ENOMEM) if a leaf could not be mapped, or if value is a
+ * PM_BLOCK entry and the range reaches past 2^47. */
 bool pagemap_set(uintptr_t base, size_t size, uintptr_t value);
 
 /* Call fn for every granule whose entry is not 0, in address order (for
