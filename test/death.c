@@ -37,6 +37,14 @@ static void *free_three_bulk(void *arg)
     sl_free_bulk(arg, 3);
     return NULL;
 }
+static void *free_twice_flushed(void *arg)
+{
+    sl_free(arg);
+    sl_purge(); /* the batch goes to the owner's remote list */
+    sl_free(arg); /* still live until the owner collects: a second record */
+    sl_purge();
+    return NULL;
+}
 static void in_thread(void *(*fn)(void *), void *arg)
 {
     pthread_t t;
@@ -85,6 +93,9 @@ static void run_case(const char *name)
         v[2] = v[0]; /* one batch, two records of p's word */
         in_thread(free_list, v);
         sl_purge(); /* the owner collects: the second record finds the bit clear */
+    } else if (!strcmp(name, "double_free_remote_batches")) {
+        in_thread(free_twice_flushed, sl_malloc(48));
+        sl_purge(); /* the owner collects both records: the second finds the bit clear */
     } else if (!strcmp(name, "remote_interior")) {
         void *v[2] = { (char *)sl_malloc(64) + 16, NULL };
         in_thread(free_list, v);
@@ -244,6 +255,7 @@ static const struct expect cases[] = {
     { "double_free_huge", "sluice: double free of 0x" },
     { "double_free_remote", "sluice: double free of 0x" },
     { "double_free_remote_runs", "sluice: double free of 0x" },
+    { "double_free_remote_batches", "sluice: double free of 0x" },
     { "remote_interior", "sluice: free of an interior pointer 0x" },
     { "remote_interior_grain", "sluice: free of an interior pointer 0x" },
     { "remote_record_overwritten", "sluice: heap corruption: a remote free record was overwritten at 0x" },

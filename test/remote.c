@@ -144,8 +144,9 @@ static void test_fork(void)
 }
 
 /* A thread allocates, hands its objects over and exits; this thread frees
- * half (batched), then adopts the exited thread's slab by allocating the
- * same size: its batch now holds objects of its own slab, freed as such. */
+ * 40 of them (batched), then adopts the exited thread's partial slab by
+ * allocating the same size: its batch now holds objects of its own slab,
+ * which the flush frees one by one as its own. */
 static void *allocator(void *arg)
 {
     (void)arg;
@@ -158,10 +159,11 @@ static void test_adopted(void)
     pthread_t t;
     pthread_create(&t, NULL, allocator, NULL);
     pthread_join(t, NULL);
-    for (size_t i = 0; i < 50; i++)
+    /* the last 40: the exited thread's partial slab (its first is full) */
+    for (size_t i = 60; i < 100; i++)
         sl_free(objs[i]);
-    void *mine = sl_malloc(208); /* adopts the orphaned slab */
-    for (size_t i = 50; i < 100; i++)
+    void *mine = sl_malloc(208); /* adopts the orphaned partial slab */
+    for (size_t i = 0; i < 60; i++)
         sl_free(objs[i]);
     sl_purge(); /* pushes the batch: its slab is this thread's now */
     CHECK(sl_check() == 0);
