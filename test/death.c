@@ -32,6 +32,14 @@ static void *free_list(void *arg)
         sl_free(v[i]);
     return NULL;
 }
+static sl_cache_t *free_cache;
+static void *free_cache_list(void *arg)
+{
+    void **v = arg;
+    for (size_t i = 0; v[i]; i++)
+        sl_cache_free(free_cache, v[i]);
+    return NULL;
+}
 static void *free_three_bulk(void *arg)
 {
     sl_free_bulk(arg, 3);
@@ -40,8 +48,8 @@ static void *free_three_bulk(void *arg)
 static void *free_twice_flushed(void *arg)
 {
     sl_free(arg);
-    sl_purge(); /* the batch goes to the owner's remote list */
-    sl_free(arg); /* still live until the owner collects: a second record */
+    sl_purge(); /* the batch's bit is set in the remote-free bitmap */
+    sl_free(arg); /* still live until the owner collects: set twice */
     sl_purge();
     return NULL;
 }
@@ -90,23 +98,42 @@ static void run_case(const char *name)
     } else if (!strcmp(name, "double_free_remote_runs")) {
         void *v[4] = { 0 };
         two_apart(32, &v[0], &v[1]);
-        v[2] = v[0]; /* one batch, two records of p's word */
+        v[2] = v[0]; /* one batch, p twice in its word's run */
         in_thread(free_list, v);
-        sl_purge(); /* the owner collects: the second record finds the bit clear */
+        sl_purge();
     } else if (!strcmp(name, "double_free_remote_batches")) {
         in_thread(free_twice_flushed, sl_malloc(48));
-        sl_purge(); /* the owner collects both records: the second finds the bit clear */
+        sl_purge(); /* the second flush finds p's remote-free bit set */
     } else if (!strcmp(name, "remote_interior")) {
         void *v[2] = { (char *)sl_malloc(64) + 16, NULL };
         in_thread(free_list, v);
     } else if (!strcmp(name, "remote_interior_grain")) {
         void *v[2] = { (char *)sl_malloc(64) + 8, NULL };
         in_thread(free_list, v);
-    } else if (!strcmp(name, "remote_record_overwritten")) {
+    } else if (!strcmp(name, "double_free_remote_owner")) {
         void *v[2] = { sl_malloc(64), NULL };
-        in_thread(free_list, v);
-        ((volatile uint64_t *)v[0])[1] = 0; /* written after free: the record's mask */
-        sl_purge();
+        in_thread(free_list, v); /* its bit waits in the remote-free bitmap */
+        sl_free(v[0]);           /* still live: taken, as a double free can be */
+        sl_purge();              /* the owner collects: the bit is not live */
+    } else if (!strcmp(name, "double_free_remote_release")) {
+        /* a user cache (no magazine): p freed by another thread and by its
+         * owner; its slab empties while another is partial and is released
+         * before the owner collects: the release takes the bit, not live */
+        sl_cache_t *c = sl_cache_create("rel", 256, 0, 0, NULL);
+        enum { N = 200 };
+        static void *o[N];
+        for (int i = 0; i < N; i++)
+            o[i] = sl_cache_alloc(c);
+        int k = 1; /* o[0, k): the first slab, carved in address order */
+        while (k < N && (char *)o[k] == (char *)o[k - 1] + 256)
+            k++;
+        void *v[2] = { o[0], NULL };
+        free_cache = c;
+        in_thread(free_cache_list, v);
+        sl_cache_free(c, o[k]); /* a second slab partial */
+        sl_cache_free(c, o[0]);
+        for (int i = 1; i < k; i++)
+            sl_cache_free(c, o[i]);
     } else if (!strcmp(name, "bulk_remote_revisit")) {
         void *v[3];
         two_apart(48, &v[0], &v[1]);
@@ -258,7 +285,8 @@ static const struct expect cases[] = {
     { "double_free_remote_batches", "sluice: double free of 0x" },
     { "remote_interior", "sluice: free of an interior pointer 0x" },
     { "remote_interior_grain", "sluice: free of an interior pointer 0x" },
-    { "remote_record_overwritten", "sluice: heap corruption: a remote free record was overwritten at 0x" },
+    { "double_free_remote_owner", "sluice: double free of 0x" },
+    { "double_free_remote_release", "sluice: double free of 0x" },
     { "bulk_remote_revisit", "sluice: double free of 0x" },
     { "cache_bulk_remote_revisit", "sluice: double free of 0x" },
     { "free_stack", "sluice: free of a pointer sluice did not allocate: 0x" },

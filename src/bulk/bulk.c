@@ -10,15 +10,17 @@
  * thread owns, a count (its objects become unlinked: slab.h; nothing is
  * written into them, so a batch freed long after it was filled costs no
  * miss on its objects, and the slab links them when it next needs them);
- * one compare-and-swap onto the remote list for another thread's slab.
- * There the chain is a list of remote records (slab.h): one per bitmap
- * word, written into one of its objects, so the other objects are not
- * written either, and the owner clears each word's bits with one store.
+ * for another thread's slab, one atomic OR per bitmap word into the
+ * remote-free bitmap and one compare-and-swap of the slab's summary
+ * (slab.h): nothing is written into the objects there either.
  *
- * Every object is still validated against the live-object bitmap, one
- * bitmap word per group of objects (owner slabs clear the bits here; remote
- * ones are checked here and cleared when the owner collects), so a double
- * free inside one batch, or of an object already free, is caught too.
+ * Every object is still validated a bitmap word at a time: against the
+ * live bitmap for this thread's slabs (the bits are cleared here), so a
+ * double free inside one batch, or of an object already free, is caught;
+ * for another thread's, against the chain's own bits (an object twice in
+ * the batch) and the remote-free bits already set (the OR returns them: an
+ * array that comes back to a word, or another thread's earlier free); the
+ * owner checks the rest against the live bitmap when it takes the bits.
  *
  * Alloc: take the current slab's whole freelist at once, refilling from
  * the slab layer until n objects are out; all or none.
@@ -26,6 +28,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 
+#include "../base/fatal.h"
 #include "../cache/cache.h"
 #include "../slab/heap.h"
 #include "bulk.h"
@@ -47,9 +50,9 @@ static struct slab *slab_of_live(void *p)
 
 /* Publish n objects of slab s: for this thread's slab, their live bits are
  * cleared already and they become unlinked (slab.h: nothing is written into
- * them, no atomics); for another thread's, the chain of records
- * first..last goes onto the remote list with one compare-and-swap. */
-static void splice(struct heap *h, struct slab *s, void *first, void *last, unsigned n, bool own)
+ * them, no atomics); for another thread's, their remote-free bits are set
+ * already and sum marks the slab's summary with one compare-and-swap. */
+static void splice(struct heap *h, struct slab *s, uint32_t sum, unsigned n, bool own)
 {
     if (own) {
         bool had_free = s->free || s->unlinked;
@@ -61,7 +64,7 @@ static void splice(struct heap *h, struct slab *s, void *first, void *last, unsi
         return;
     }
     uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
-    bool was_full = remote_push(slab_remote(s), first, slab_link(s, last));
+    bool was_full = remote_mark(slab_remote(s), sum);
     stat_add(h->stats, STAT_free_remote, n);
     if (was_full)
         heap_wake(owner, s);
@@ -78,76 +81,43 @@ static sl_noinline _Noreturn void chain_bad(void **ptrs, size_t from, size_t to,
     heap_bad_free((void *)q, pagemap_get(q), "free");
 }
 
-/* The remote records a chain for another thread's slab is made of (slab.h):
- * one per bitmap word (masks), or one per object (link_off != 0), linked
- * from first to last through their link words; rec is the current word's
- * record, lo..hi the words that hold records so far. */
-struct records {
-    uintptr_t first, last, rec, lo, hi, link_off;
-    bool masks;
-};
-
-/* The chain moves from word wk (its loaded value, avail what is left of it)
- * to the word of q: the current record gets its mask, and the new word's
- * value is loaded, less what records made earlier in the chain already
- * hold of it (an array that comes back to a word: so an object twice in
- * the batch is still caught). Returns the new word's avail; *value too. */
-static uint64_t records_switch(struct records *rc, _Atomic uint64_t *bm, uintptr_t wk, uint64_t value,
-                               uint64_t avail, uintptr_t q, uint64_t *nvalue)
+/* Another thread's slab: the chain's bits of word w (its address), all set
+ * in the remote-free bitmap at once; any already there is a double free. */
+static void remote_word_set(struct slab *s, uintptr_t w, uint64_t m)
 {
-    if (rc->masks)
-        *record_mask_word((void *)rc->rec) = value & ~avail;
-    uintptr_t w = q >> 10, found = 0;
-    uint64_t v = ld_relaxed(&bm[w & (BLOCK_BITMAP_WORDS - 1)]), a = v;
-    if (w >= rc->lo && w <= rc->hi) /* maybe there before: look */
-        for (uintptr_t r = rc->first;; r = *(uintptr_t *)(r + rc->link_off)) {
-            if (r >> 10 == w) {
-                a &= ~record_mask((uint16_t)rc->link_off, (void *)r);
-                found = r;
-            }
-            if (r == rc->last)
-                break;
-        }
-    if (rc->masks) {
-        if (found) {
-            rc->rec = found;
-        } else {
-            *(uintptr_t *)rc->last = q; /* masks: the link is word 0 */
-            rc->last = rc->rec = q;
-        }
-    }
-    rc->lo = w < rc->lo ? w : rc->lo;
-    rc->hi = w > rc->hi ? w : rc->hi;
-    (void)wk;
-    *nvalue = v;
-    return a;
+    uint64_t twice = remote_set(w, m);
+    if (unlikely(twice))
+        sl_fatal("double free of", (void *)(w + ((uintptr_t)__builtin_ctzll(twice) << SL_GRAIN_SHIFT)),
+                 "size class", s->size);
 }
 
 /* One chain: the objects of slab s from ptrs[n] (the chain's first, p,
- * validated) down, with a bounded look-ahead. Live-object bits are handled
- * one bitmap word at a time: the word is loaded once when the chain
- * reaches it, each object is checked against it (not a live object, or
- * already in the chain: its bit is gone from avail) before anything is
- * written for it, and for this thread's slabs the word is stored once with
- * the chain's bits cleared; another thread's are cleared by the owner when
- * it collects the chain's records. Only the owner writes a word, so the
- * loaded value stays exact for our objects while the chain is built.
+ * validated) down, with a bounded look-ahead. Objects are handled one
+ * bitmap word at a time; avail holds what may still join the chain from
+ * the word, and each object is checked against it before anything is
+ * written for it. For this thread's slabs avail starts as the live word,
+ * loaded once, and the word is stored once with the chain's bits cleared
+ * (only the owner writes it, so the loaded value stays exact); for
+ * another thread's it starts full, and the chain's bits (~avail) are set
+ * in the remote-free bitmap when the chain leaves the word.
  * The common case, a batch of one slab's objects, is the first loop: the
  * run of entries of s right below p, nothing set to NULL (the caller skips
- * the run), alignment tested once for the run. Past the first entry of
- * another slab, the second loop: look-ahead, NULL entries, consumed
- * entries set to NULL. own is a constant in each of the two copies. */
+ * the run), alignment tested once for the run (per object for another
+ * thread's slab, whose bits are set before the run ends). Past the first
+ * entry of another slab, the second loop: look-ahead, NULL entries,
+ * consumed entries set to NULL. own is a constant in each of the two
+ * copies. */
 sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *np, bool own)
 {
     size_t n = *np, j = n;
     uintptr_t p = (uintptr_t)ptrs[n], lo = (uintptr_t)slab_base(s);
-    uintptr_t span = (uintptr_t)s->capacity * s->size, link_off = s->link_off;
+    uintptr_t span = (uintptr_t)s->capacity * s->size;
     _Atomic uint64_t *bm = bitmap_word(lo) - ((lo >> 10) & (BLOCK_BITMAP_WORDS - 1)); /* the block's bitmap */
-    uintptr_t wk = p >> 10;                                                          /* the word loaded */
-    uint64_t value = ld_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)]);
+    unsigned gsh = remote_sum_shift(s->h.npages);
+    uintptr_t wk = p >> 10; /* the word loaded */
+    uint64_t value = own ? ld_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)]) : ~(uint64_t)0;
     uint64_t avail = value & ~bitmap_bit(p), misaligned = 0;
-    struct records rc = { .first = p, .last = p, .rec = p, .lo = wk, .hi = wk, .link_off = link_off,
-                          .masks = !link_off };
+    uint32_t sum = own ? 0 : remote_sum_bit(lo, p, gsh);
 #define CHAIN_WORD(q)                                                                                                 \
     if (unlikely((q) >> 10 != wk)) {                                                                                  \
         if (own) {                                                                                                    \
@@ -155,15 +125,11 @@ sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *
                 st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);                                                \
             value = avail = ld_relaxed(&bm[((q) >> 10) & (BLOCK_BITMAP_WORDS - 1)]);                                  \
         } else {                                                                                                      \
-            avail = records_switch(&rc, bm, wk, value, avail, (q), &value);                                           \
+            remote_word_set(s, wk << 10, ~avail);                                                                     \
+            avail = ~(uint64_t)0;                                                                                     \
+            sum |= remote_sum_bit(lo, (q), gsh);                                                                       \
         }                                                                                                             \
         wk = (q) >> 10;                                                                                              \
-    }
-/* another thread's slab, objects with constructed state: a record each */
-#define CHAIN_LINK(q)                                                                                                 \
-    if (!own && !rc.masks) {                                                                                          \
-        *(void **)(rc.last + link_off) = (void *)(q);                                                                 \
-        rc.last = (q);                                                                                                \
     }
     while (j) {
         uintptr_t q = (uintptr_t)ptrs[j - 1];
@@ -171,12 +137,13 @@ sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *
             break;
         j--;
         misaligned |= q;
+        if (!own && unlikely(q & (SL_GRAIN - 1)))
+            chain_bad(ptrs, j, n, q);
         CHAIN_WORD(q)
         unsigned sh = (q >> SL_GRAIN_SHIFT) & 63;
         if (unlikely(!((avail >> sh) & 1)))
             chain_bad(ptrs, j, n, q);
         avail ^= (uint64_t)1 << sh; /* set: one btc */
-        CHAIN_LINK(q)
     }
     if (unlikely(misaligned & (SL_GRAIN - 1)))
         chain_bad(ptrs, j, n, 0);
@@ -201,17 +168,15 @@ sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *
         if (unlikely(!(avail & bit)))
             heap_bad_free((void *)q, pagemap_get(q), "free");
         avail &= ~bit;
-        CHAIN_LINK(q)
         count++;
         ptrs[j] = NULL;
     }
 #undef CHAIN_WORD
-#undef CHAIN_LINK
     if (own && avail != value)
         st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);
-    if (!own && rc.masks)
-        *record_mask_word((void *)rc.rec) = value & ~avail;
-    splice(h, s, (void *)rc.first, (void *)rc.last, count, own);
+    if (!own)
+        remote_word_set(s, wk << 10, ~avail);
+    splice(h, s, sum, count, own);
     n = first_miss == SIZE_MAX ? 0 : first_miss + 1; /* skip what the chain consumed */
     while (n && !ptrs[n - 1])
         n--;

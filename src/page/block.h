@@ -11,12 +11,16 @@
  *                 place in the slab << 6 | size class (the small free fast
  *                 path reads this compact array, not the 64-byte
  *                 descriptors; slab_set_owner keeps it).
- *   [50, 52 KiB)  remote heads: one 32-bit word per page, the remote free
- *                 list of the slab whose head the page is (slab.h). Apart
- *                 from the descriptor, which its owner writes on every
- *                 allocation from it, so that a remote free does not pull
- *                 that line away.
- *   [52 KiB, 2 MiB) 499 usable pages.
+ *   [50, 52 KiB)  remote heads: one 32-bit word per page, the remote-free
+ *                 summary of the slab whose head the page is (slab.h).
+ *                 Apart from the descriptor, which its owner writes on
+ *                 every allocation from it, so that a remote free does not
+ *                 pull that line away.
+ *   [52, 68 KiB)  remote-free bitmap: one bit per grain, like the live
+ *                 bitmap, set by other threads (atomic OR) on the objects
+ *                 they freed and taken by the owner (slab.h). Other
+ *                 threads never write the live bitmap or the objects.
+ *   [68 KiB, 2 MiB) 495 usable pages.
  *
  * pointer -> block by masking, -> descriptor by page index, -> head
  * descriptor through page.head (kept in every page of a slab; a medium run
@@ -52,7 +56,7 @@
 
 #include "../base/common.h"
 
-#define BLOCK_HEADER_PAGES 13
+#define BLOCK_HEADER_PAGES 17
 #define BLOCK_USABLE_PAGES (SL_BLOCK_PAGES - BLOCK_HEADER_PAGES)
 #define BLOCK_MAX_ORDER    8 /* 256 pages, 1 MiB: the largest buddy chunk */
 #define BLOCK_COMMIT_STEP  64 /* pages (256 KiB) made read-write at a time */
@@ -61,6 +65,7 @@
 #define BLOCK_BITMAP_WORDS (SL_BLOCK / SL_GRAIN / 64)
 #define BLOCK_TAGS_OFF     (BLOCK_BITMAP_OFF + SL_BLOCK / SL_GRAIN / 8)
 #define BLOCK_RHEAD_OFF    (BLOCK_TAGS_OFF + SL_BLOCK_PAGES * 4)
+#define BLOCK_RBITMAP_OFF  (BLOCK_RHEAD_OFF + SL_BLOCK_PAGES * 4)
 
 /* Pageblock types: the user-space twins of the kernel's migratetypes. */
 enum pb_type { PB_SLAB, PB_RECLAIM, PB_RUN, PB_FREE, PB_NTYPES };
@@ -117,7 +122,7 @@ struct block {
 };
 _Static_assert(sizeof(struct block) <= BLOCK_HEADER_PAGES * sizeof(struct page), "block fits");
 _Static_assert(BLOCK_COMMIT_STEP >= BLOCK_HEADER_PAGES, "a block's first commit step holds its header");
-_Static_assert(BLOCK_RHEAD_OFF + SL_BLOCK_PAGES * 4 <= BLOCK_HEADER_PAGES * SL_PAGE, "page tags fit the header");
+_Static_assert(BLOCK_RBITMAP_OFF + BLOCK_BITMAP_WORDS * 8 <= BLOCK_HEADER_PAGES * SL_PAGE, "bitmaps fit the header");
 
 sl_inline struct block *block_of(const void *p) { return (struct block *)align_down((uintptr_t)p, SL_BLOCK); }
 sl_inline struct page *block_pages(struct block *b) { return (struct page *)b; }
@@ -141,6 +146,12 @@ sl_inline uint64_t bitmap_bit(uintptr_t a) { return (uint64_t)1 << ((a >> SL_GRA
 sl_inline bool bitmap_test(uintptr_t a)
 {
     return !(a & (SL_GRAIN - 1)) && (ld_relaxed(bitmap_word(a)) & bitmap_bit(a));
+}
+/* The remote-free bitmap word covering address a (same bit as the live
+ * bitmap's). */
+sl_inline _Atomic uint64_t *rbitmap_word(uintptr_t a)
+{
+    return (_Atomic uint64_t *)(align_down(a, SL_BLOCK) + BLOCK_RBITMAP_OFF) + ((a >> 10) & (BLOCK_BITMAP_WORDS - 1));
 }
 /* Single-writer set/clear (the owner of the slab): plain load and store. */
 sl_inline void bitmap_set_owner(uintptr_t a)

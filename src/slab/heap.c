@@ -67,6 +67,11 @@ static void slab_unlist(struct heap *h, struct slab *s)
 /* Give an empty slab back to the page layer. pc may be NULL (orphans). */
 void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
 {
+    /* nothing is live, so a remote free not taken yet is a double free
+     * (reported by the collect); none must outlive the slab */
+    if (atomic_load_explicit(slab_remote(s), memory_order_acquire) & ~SLAB_FULL_BIT)
+        slab_collect(s);
+    atomic_store_explicit(slab_remote(s), 0, memory_order_relaxed);
     slab_unlist(h, s);
     slab_own(s, NULL);
     s->state = 0;
@@ -296,7 +301,7 @@ static void run_free(void *p)
 }
 
 /* Free of a live slab object (validated) of any cache: by its owner with no
- * atomics, else onto the slab's remote list. */
+ * atomics, else into the remote-free bitmap (slab.h). */
 void heap_free_object(struct slab *s, void *p)
 {
     struct heap *h = tls_heap;

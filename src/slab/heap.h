@@ -258,15 +258,11 @@ void heap_free_block_now(void *p);
  * heap's malloc slab (page tag t) goes into the freeing heap's batch,
  * unread and unwritten; the batch is flushed when it holds RBATCH_CAP
  * objects or RBATCH_BYTES, and when the thread exits, drains (sl_purge, a
- * watermark boost) or is orphaned by fork. A flush validates each object
- * against the bitmap, then pushes each run of objects that share a bitmap
- * word onto their slab's remote list with one compare-and-swap. */
+ * watermark boost) or is orphaned by fork. A flush sets each run of
+ * objects that share a bitmap word in the remote-free bitmap with one
+ * atomic OR, and marks each slab's summary with one compare-and-swap. */
 void remote_batch_add(struct heap *h, void *p, uint32_t t);
 void remote_batch_flush(struct heap *h);
-/* Push the chain first .. last (linked through word 0, n objects of a
- * malloc slab whose page tag is t) onto its slab's remote list, counted
- * on h; the owner is woken if the slab was FULL. */
-void remote_push_tagged(struct heap *h, void *first, void *last, uint32_t t, unsigned n);
 
 /* Medium allocations: page runs of PB_RUN blocks through the thread's page
  * cache. align is a power of two (at most 1 MiB). *clean: the run is known

@@ -296,10 +296,7 @@ size_t heap_id_shrink(unsigned id)
  * bits are cleared, so any later use of them is a reported bad free. */
 static void slab_discard(struct slab *s, uint64_t *live)
 {
-    unsigned pending = 0;
-    void *r = remote_object(s, atomic_exchange_explicit(slab_remote(s), 0, memory_order_acquire));
-    for (void *p = r; p && pending < s->capacity; p = *slab_link(s, p))
-        pending += popcount64(record_mask(s->link_off, p));
+    unsigned pending = slab_remote_take_all(s); /* freed by other threads, not taken */
     *live += (uint64_t)(s->used - pending);
     uint8_t *base = slab_base(s);
     size_t bytes = (size_t)slab_geom[s->cls].pages << SL_PAGE_SHIFT;

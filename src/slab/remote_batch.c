@@ -1,68 +1,76 @@
 /* remote_batch.c — frees of objects of other heaps' malloc slabs, batched
- * per thread and pushed as remote records (slab.h).
+ * per thread and handed to their owners through the remote-free bitmap
+ * (slab.h).
  *
  * The free fast path reads only the page tag of a remote object (heap.h);
  * the object goes into the freeing heap's batch, neither read nor written.
  * A flush takes the batch whole and sorts it by address. A run of objects
- * that share a bitmap word (so one page, so one slab) is validated against
- * that word, loaded once: each object must be aligned, live, and not
- * already in the run (an object twice in the batch is twice in one run).
- * The run becomes one record, written into one of its objects (its mask of
- * live bits); a slab's records, side by side after the sort, are chained
- * and pushed with one compare-and-swap. A double free across batches is
- * caught where it always was: the owner clears each record's bits as it
- * collects, and finds a second copy's bit clear. So a remote free reads
- * the bitmap line the owner writes on every allocation once per run
- * instead of once per free, writes one object per run, and swaps the
- * remote head once per slab.
+ * that share a bitmap word (so one page, so one slab) becomes one mask,
+ * each object checked on the way (an object start by its offset in the
+ * slab, which the page tag and class give; not twice in the run), and is
+ * set in the remote-free bitmap with one atomic OR: a bit already set
+ * there is a double free, reported at once. A slab's words, side by side
+ * after the sort, then mark its summary with one compare-and-swap. The
+ * owner's live bitmap is not read here: the owner checks each bit it takes
+ * against it (a bit not live is a double free, or a pointer that is no
+ * object), so neither the live bitmap's line nor any object's moves to
+ * the freeing thread.
  *
  * Invariants: the batch holds objects of malloc slabs the heap did not own
- * when they were added, each still live (bit set) and counted as used in
- * its slab, so no slab with a batched object is released. A slot is
+ * when they were added, each counted as used in its slab until its owner
+ * takes its bit, so no slab with a batched object is released. A slot is
  * written before the count is raised, and the count is zeroed before
- * anything of a flush is pushed: a thread that fork leaves behind
- * mid-flush loses that batch (a bounded leak) and never pushes an object
- * twice; the child flushes the batches of the heaps fork orphaned
- * (heaps.c). A bad pointer is reported when its batch is flushed, before
- * anything is written for it.
+ * anything of a flush is set: a thread that fork leaves behind mid-flush
+ * loses that batch (a bounded leak) and never frees an object twice; the
+ * child flushes the batches of the heaps fork orphaned (heaps.c).
  */
 #include <stdatomic.h>
 
+#include "../base/fatal.h"
 #include "heap.h"
 
-void remote_push_tagged(struct heap *h, void *first, void *last, uint32_t t, unsigned n)
+/* Mark the summary bits sum of the slab whose head page is at head, for n
+ * objects whose remote-free bits are set; wake the owner if it was FULL. */
+static void mark_slab(struct heap *h, uintptr_t head, uint32_t sum, unsigned n)
 {
-    uintptr_t head = tag_slab_head(first, t);
     stat_add(h->stats, STAT_free_remote, n);
-    if (remote_push(page_rhead(head), first, (void **)last)) {
+    if (remote_mark(page_rhead(head), sum)) {
         struct slab *s = slab_of_page(page_of((void *)head));
         heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
     }
 }
 
-/* Validate ps[0, k) (objects in one bitmap word, in address order) and
- * make them one record, written into ps[k - 1]; its page tag in *t. NULL
- * if the slab changed hands since they were batched (orphaned, or adopted
- * by h): then they were freed one by one. */
-static void *make_record(struct heap *h, const uintptr_t *ps, unsigned k, uint32_t *t)
+/* Set the remote-free bits of ps[0, k) (objects in one bitmap word, in
+ * address order); their page tag in *t. False if the slab changed hands
+ * since they were batched (orphaned, or adopted by h): then they were
+ * freed one by one. */
+static bool set_word(struct heap *h, const uintptr_t *ps, unsigned k, uint32_t *t)
 {
-    uintptr_t rec = ps[k - 1];
-    *t = ld_relaxed(page_tag(rec));
+    *t = ld_relaxed(page_tag(ps[0]));
     if (!*t || tag_relative(h, *t) < TAG_MINE_LIMIT) {
         for (unsigned i = k; i--;)
             heap_free_block_now((void *)ps[i]);
-        return NULL;
+        return false;
     }
-    uint64_t live = ld_relaxed(bitmap_word(rec)), mask = 0;
-    for (unsigned i = k; i--;) {
+    unsigned cls = *t & ((1u << TAG_PAGE_SHIFT) - 1);
+    uint32_t size = class_size[cls], recip = class_recip[cls];
+    uintptr_t base = tag_slab_head((void *)ps[0], *t);
+    uint64_t mask = 0;
+    for (unsigned i = 0; i < k; i++) {
         uintptr_t q = ps[i];
+        uint32_t off = (uint32_t)(q - base);
         uint64_t bit = bitmap_bit(q);
-        if (unlikely((q & (SL_GRAIN - 1)) || !(live & bit) || (mask & bit)))
+        /* an object start (so aligned), not twice in the run */
+        if (unlikely((uint32_t)((uint64_t)off * recip >> 32) * size != off || (mask & bit)))
             heap_bad_free((void *)q, (uintptr_t)block_of((void *)q) | PM_BLOCK, "free");
         mask |= bit;
     }
-    *record_mask_word((void *)rec) = mask;
-    return (void *)rec;
+    uint64_t twice = remote_set(ps[0], mask);
+    if (unlikely(twice)) /* freed by another thread (or batch) already, not yet taken */
+        sl_fatal("double free of",
+                 (void *)(align_down(ps[0], 64 * SL_GRAIN) + ((uintptr_t)__builtin_ctzll(twice) << SL_GRAIN_SHIFT)),
+                 "size class", size);
+    return true;
 }
 
 void remote_batch_flush(struct heap *h)
@@ -101,29 +109,29 @@ void remote_batch_flush(struct heap *h)
     h->rbatch_n = 0;
     h->rbatch_bytes = 0;
     atomic_signal_fence(memory_order_seq_cst);
-    /* each word's objects are one record; a slab's records one chain */
-    uintptr_t first = 0, last = 0;
-    uint32_t first_tag = 0;
+    /* each word's objects one OR; a slab's words one summary mark */
+    uintptr_t head = 0;
+    uint32_t sum = 0;
     unsigned count = 0;
     for (unsigned i = 0, j; i < n; i = j) {
         for (j = i + 1; j < n && v[j] >> 10 == v[i] >> 10; j++)
             ;
         uint32_t t;
-        uintptr_t rec = (uintptr_t)make_record(h, &v[i], j - i, &t);
-        if (rec && first && tag_slab_head((void *)rec, t) == tag_slab_head((void *)first, first_tag)) {
-            *(uintptr_t *)last = rec; /* malloc slabs: the link is word 0 */
-            last = rec;
-            count += j - i;
-        } else if (rec) {
-            if (first)
-                remote_push_tagged(h, (void *)first, (void *)last, first_tag, count);
-            first = last = rec;
-            first_tag = t;
-            count = j - i;
+        if (!set_word(h, &v[i], j - i, &t))
+            continue;
+        uintptr_t hd = tag_slab_head((void *)v[i], t);
+        if (hd != head) {
+            if (head)
+                mark_slab(h, head, sum, count);
+            head = hd;
+            sum = 0;
+            count = 0;
         }
+        sum |= remote_sum_bit(hd, v[i], remote_sum_shift(class_pages[t & ((1u << TAG_PAGE_SHIFT) - 1)]));
+        count += j - i;
     }
-    if (first)
-        remote_push_tagged(h, (void *)first, (void *)last, first_tag, count);
+    if (head)
+        mark_slab(h, head, sum, count);
 }
 
 void remote_batch_add(struct heap *h, void *p, uint32_t t)

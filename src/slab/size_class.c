@@ -12,6 +12,15 @@ const uint32_t class_size[SL_NCLASSES] = {
 SL_SIZE_CLASSES(X)
 #undef X
 
+/* ceil(2^32 / size): (off * class_recip >> 32) is off / size for every
+ * offset in a slab (below 2^15: the error stays under 2^-17, less than
+ * the 1/size a fraction is short of 1) */
+const uint32_t class_recip[SL_NCLASSES] = {
+#define X(size, pages) (uint32_t)(((1ull << 32) + (size) - 1) / (size)),
+    SL_SIZE_CLASSES(X)
+#undef X
+};
+
 const uint8_t class_pages[SL_NCLASSES] = {
 #define X(size, pages) pages,
     SL_SIZE_CLASSES(X)

@@ -42,6 +42,7 @@ extern size_t sl_small_limit sl_hidden;
 
 extern const uint32_t class_size[SL_NCLASSES];
 extern const uint8_t class_pages[SL_NCLASSES];
+extern const uint32_t class_recip[SL_NCLASSES]; /* ceil(2^32 / size): off / size in a slab */
 extern const uint8_t class_lut[SL_SMALL_MAX / 16 + 1];
 extern const uint8_t class_mag_cap[SL_NCLASSES]; /* see heap.h: struct heap's magazines */
 

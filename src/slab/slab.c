@@ -1,4 +1,5 @@
-/* slab.c — slab mechanics: init, lazy carving, remote free and collection.
+/* slab.c — slab mechanics: init, lazy carving, remote free and collection
+ * (the remote-free bitmap: slab.h).
  * Policy (which slab to use, when to release) is in heap.c. */
 #include "slab.h"
 
@@ -106,48 +107,68 @@ bool slab_relink(struct slab *s, void **mag)
     return true;
 }
 
-/* A record whose objects are not all live: a double free (or a record
- * overwritten after the free, which the mask cannot tell apart). */
-static sl_noinline _Noreturn void collect_bad(struct slab *s, void *rec, uint64_t m, uint64_t v)
+/* Remote-free bits of the word at w that are not live: a double free (freed
+ * by another thread and by the owner, or by two threads, one after the
+ * owner took the other's bit), or a pointer that is no object start. */
+static sl_noinline _Noreturn void collect_bad(struct slab *s, uintptr_t w, uint64_t bad)
 {
-    uint64_t bad = m & ~v;
-    if (!bad || !(m & bitmap_bit((uintptr_t)rec)))
-        sl_fatal("heap corruption: a remote free record was overwritten at", rec, "size class", s->size);
-    uintptr_t word = align_down((uintptr_t)rec, 64 * SL_GRAIN);
-    sl_fatal("double free of", (void *)(word + ((uintptr_t)__builtin_ctzll(bad) << SL_GRAIN_SHIFT)), "size class",
-             s->size);
+    void *p = (void *)(w + ((uintptr_t)__builtin_ctzll(bad) << SL_GRAIN_SHIFT));
+    if (slab_is_object_start(s, p))
+        sl_fatal("double free of", p, "size class", s->size);
+    sl_fatal("free of an interior pointer", p, "size class", s->size);
+}
+
+/* Move word w's remote-free bits out of the live bitmap; how many. */
+static unsigned collect_word(struct slab *s, uintptr_t w)
+{
+    _Atomic uint64_t *rw = rbitmap_word(w);
+    if (!ld_relaxed(rw))
+        return 0;
+    uint64_t m = atomic_exchange_explicit(rw, 0, memory_order_acquire); /* the freeing threads were done with the objects */
+    _Atomic uint64_t *bw = bitmap_word(w);
+    uint64_t v = ld_relaxed(bw);
+    if (unlikely(m & ~v))
+        collect_bad(s, w, m & ~v);
+    st_relaxed(bw, v & ~m);
+    return (unsigned)popcount64(m);
 }
 
 unsigned slab_collect(struct slab *s)
 {
     _Atomic uint32_t *rh = slab_remote(s);
-    uint32_t w = atomic_load_explicit(rh, memory_order_relaxed);
-    if (!w || w == SLAB_FULL_BIT)
+    uint32_t sum = atomic_load_explicit(rh, memory_order_relaxed);
+    if (!(sum & ~SLAB_FULL_BIT))
         return 0;
-    void *r = remote_object(s, atomic_exchange_explicit(rh, 0, memory_order_acquire));
-    unsigned n = 0;
-    uint16_t link_off = s->link_off;
-    while (r) {
-        void *next = *slab_link(s, r);
-        uint64_t m = record_mask(link_off, r);
-        _Atomic uint64_t *bw = bitmap_word((uintptr_t)r);
-        uint64_t v = ld_relaxed(bw);
-        if (unlikely((m & ~v) || !(m & bitmap_bit((uintptr_t)r))))
-            collect_bad(s, r, m, v);
-        st_relaxed(bw, v & ~m);
-        n += (unsigned)popcount64(m);
-        r = next;
+    sum = atomic_exchange_explicit(rh, 0, memory_order_acquire) >> 1;
+    uintptr_t base = (uintptr_t)slab_base(s), end = base + ((uintptr_t)s->h.npages << SL_PAGE_SHIFT);
+    unsigned sh = remote_sum_shift(s->h.npages), n = 0;
+    for (; sum; sum &= sum - 1) {
+        uintptr_t w = base + ((uintptr_t)__builtin_ctz(sum) << sh << 10);
+        for (unsigned k = 0; k < 1u << sh && w < end; k++, w += 64 * SL_GRAIN)
+            n += collect_word(s, w);
     }
     s->unlinked = (uint16_t)(s->unlinked + n);
     s->used = (uint16_t)(s->used - n);
     return n;
 }
 
+unsigned slab_remote_take_all(struct slab *s)
+{
+    uintptr_t base = (uintptr_t)slab_base(s), end = base + ((uintptr_t)s->h.npages << SL_PAGE_SHIFT);
+    unsigned n = 0;
+    atomic_store_explicit(slab_remote(s), 0, memory_order_relaxed);
+    for (uintptr_t w = base; w < end; w += 64 * SL_GRAIN)
+        if (ld_relaxed(rbitmap_word(w)))
+            n += (unsigned)popcount64(atomic_exchange_explicit(rbitmap_word(w), 0, memory_order_relaxed));
+    return n;
+}
+
 bool slab_free_remote(struct slab *s, void *p)
 {
-    if (!s->link_off)
-        *record_mask_word(p) = bitmap_bit((uintptr_t)p);
-    return remote_push(slab_remote(s), p, slab_link(s, p));
+    uintptr_t q = (uintptr_t)p, base = (uintptr_t)slab_base(s);
+    if (remote_set(q, bitmap_bit(q)))
+        sl_fatal("double free of", p, "size class", s->size);
+    return remote_mark(slab_remote(s), remote_sum_bit(base, q, remote_sum_shift(s->h.npages)));
 }
 
 void slab_repair(struct slab *s)

@@ -7,20 +7,22 @@
  * their constructed state while free, so the link sits after the object
  * (the kernel's SLUB does the same). Three lists:
  *   free    owner-private freelist: alloc pops, owner frees push. No atomics.
- *   remote  frees by other threads: a LIFO of records pushed with one CAS,
- *           taken whole by the owner (atomic exchange) on its slow path. A
- *           record is a run of freed objects that share a bitmap word,
- *           written into one of them (the record object): its link (at
- *           link_off) holds the next record, and its second word the run's
- *           mask of live bits, its own among them. Nothing is written into
- *           the run's other objects, and the owner clears the whole mask
- *           with one store and reads no object but the record's. Slabs
- *           whose objects keep constructed state (link_off != 0) have no
- *           room for a mask: a record is one object, its mask implied.
- *           The list head is not in struct slab but in the block's remote
- *           heads (block.h), as a 32-bit word: the first record's grain in
- *           the block << 1, | SLAB_FULL_BIT (0: empty); the links are whole
- *           pointers. Collected objects become unlinked (below).
+ *   remote  frees by other threads, on no list: a freeing thread sets the
+ *           objects' bits in the block's remote-free bitmap (block.h), one
+ *           atomic OR per bitmap word (a bit already set there is a double
+ *           free, reported), then marks the slab's summary word with one
+ *           compare-and-swap: bit 0 is SLAB_FULL_BIT, bit g + 1 says that
+ *           words g << sh .. of the slab may hold bits (sh: remote_sum_shift,
+ *           so that 31 bits cover the slab). Nothing is written into the
+ *           objects and nothing into the live bitmap, so a remote free
+ *           pulls no line its owner writes. The owner takes the summary
+ *           (atomic exchange) on its slow path, then each marked word's
+ *           bits (exchange), checks them against the live bitmap (a bit
+ *           not live there is a double free) and clears them there; the
+ *           objects become unlinked (below). The summary word is not in
+ *           struct slab but in the block's remote heads (block.h).
+ *           Objects with bits in the remote-free bitmap count as used, so a
+ *           slab is released only when it has none (slab_release checks).
  *   carve   objects never handed out yet are carved lazily, a page at a
  *           time, so a fresh slab touches only what it uses.
  *   unlinked  objects the owner freed in bulk (bulk.c) or collected from the
@@ -100,31 +102,41 @@ struct slab {
 _Static_assert(sizeof(struct slab) <= sizeof(struct page), "slab fits in its page descriptor");
 
 sl_inline struct slab *slab_of_page(struct page *pg) { return (struct slab *)(void *)pg; }
-/* The remote list head of slab s (see above), and its encoding. */
+/* The remote-free summary word of slab s (see above). */
 sl_inline _Atomic uint32_t *slab_remote(struct slab *s) { return page_rhead((uintptr_t)page_addr((struct page *)(void *)s)); }
-sl_inline uint32_t remote_word(const void *p) { return (uint32_t)(((uintptr_t)p & (SL_BLOCK - 1)) >> SL_GRAIN_SHIFT << 1); }
-sl_inline void *remote_object(const void *in_block, uint32_t w)
+/* The summary's word-group shift for a slab of npages pages: 4 bitmap words
+ * (1 KiB each) per page, at most 31 groups. */
+sl_inline unsigned remote_sum_shift(unsigned npages)
 {
-    w >>= 1;
-    return w ? (uint8_t *)block_of(in_block) + ((size_t)w << SL_GRAIN_SHIFT) : NULL;
+    unsigned sh = 0;
+    while (((npages * (SL_PAGE >> 10) - 1) >> sh) >= 31)
+        sh++;
+    return sh;
 }
-/* Push the chain of records first .. (the record whose link is last_link)
- * onto the remote list at rh with one CAS; true if the FULL bit was set
- * (the caller must tell the owner: heap_wake). */
-sl_inline bool remote_push(_Atomic uint32_t *rh, void *first, void **last_link)
+/* The summary bit of the bitmap word holding q, in the slab at base. */
+sl_inline uint32_t remote_sum_bit(uintptr_t base, uintptr_t q, unsigned sh)
+{
+    return 2u << ((q - base) >> 10 >> sh);
+}
+/* Mark summary bits sum (remote-free bits are set) at rh with one CAS;
+ * the FULL bit goes. True if it was set: the caller must tell the owner
+ * (heap_wake). */
+sl_inline bool remote_mark(_Atomic uint32_t *rh, uint32_t sum)
 {
     uint32_t old = atomic_load_explicit(rh, memory_order_relaxed);
-    do {
-        *last_link = remote_object(first, old);
-    } while (!atomic_compare_exchange_weak_explicit(rh, &old, remote_word(first), memory_order_acq_rel,
-                                                    memory_order_relaxed));
+    while (!atomic_compare_exchange_weak_explicit(rh, &old, (old & ~SLAB_FULL_BIT) | sum, memory_order_acq_rel,
+                                                  memory_order_relaxed))
+        ;
     return old & SLAB_FULL_BIT;
 }
-/* A remote record's mask of live bits (see above), and writing one. */
-sl_inline uint64_t *record_mask_word(void *rec) { return (uint64_t *)rec + 1; }
-sl_inline uint64_t record_mask(uint16_t link_off, void *rec)
+/* Set the remote-free bits m of a word (the objects were live and not in
+ * the word's bits already: checked by the caller before, or by the owner
+ * after); returns the bits of m that were set already: double frees.
+ * Release: the owner may take the bits (acquire) before the summary is
+ * marked, and then writes into the objects. */
+sl_inline uint64_t remote_set(uintptr_t q, uint64_t m)
 {
-    return link_off ? bitmap_bit((uintptr_t)rec) : *record_mask_word(rec);
+    return atomic_fetch_or_explicit(rbitmap_word(q), m, memory_order_release) & m;
 }
 sl_inline uint8_t *slab_base(struct slab *s) { return page_addr((struct page *)(void *)s); }
 sl_inline void **slab_link(struct slab *s, void *p) { return (void **)((uint8_t *)p + s->link_off); }
@@ -149,13 +161,16 @@ bool slab_carve(struct slab *s);
  * empty; mag: its magazine of s's class from the top, NULL-ended, or NULL
  * for a user cache). False if there were none. */
 bool slab_relink(struct slab *s, void **mag);
-/* Take the remote list: each record's objects are checked against the
- * bitmap (a double free shows up here), their bits cleared a word at a
- * time, and they become unlinked. Returns the number taken. */
+/* Take the remote frees: each marked word's bits are checked against the
+ * live bitmap (a double free shows up here), cleared there, and the
+ * objects become unlinked. Returns the number taken. */
 unsigned slab_collect(struct slab *s);
-/* Remote free (another thread's slab; p validated): push a record of p
- * alone with one CAS; returns true if the slab was FULL and the caller
- * must notify its owner. */
+/* Take every remote-free bit of the slab's range, whatever the summary
+ * says (a slab being released or discarded); returns how many. */
+unsigned slab_remote_take_all(struct slab *s);
+/* Remote free (another thread's slab; p validated): one bit and the
+ * summary; returns true if the slab was FULL and the caller must notify
+ * its owner. */
 bool slab_free_remote(struct slab *s, void *p);
 /* Make the counts of a slab whose owner may have stopped mid-operation (a
  * thread that did not survive fork) agree again: objects on the free list
