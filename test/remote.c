@@ -17,7 +17,7 @@
 #include "sluice.h"
 #include "t.h"
 
-#define N 40 /* under the batch's 64 objects and 64 KiB at these sizes */
+#define N 40 /* under the batch's 256 objects and 256 KiB at these sizes */
 
 static void *objs[4096];
 static size_t nobjs, obj_size;
@@ -110,13 +110,25 @@ static void test_thread_exit(void)
     CHECK(sl_check() == 0);
 }
 
-/* 16 KiB objects: the batch's byte limit pushes every 4th. */
+/* 16 KiB objects: the batch's byte limit (256 KiB) pushes every 16th. */
 static void test_byte_limit(void)
 {
-    fill(8, 16384);
+    fill(40, 16384);
     uint64_t before = sl_stat("free_remote");
     pthread_t t = freer_start(NULL);
-    CHECK_EQ(sl_stat("free_remote") - before, 8);
+    CHECK_EQ(sl_stat("free_remote") - before, 32);
+    freer_finish(t, 3);
+    sl_purge();
+    CHECK(sl_check() == 0);
+}
+
+/* Small objects: the batch's count limit (256) pushes every 256th. */
+static void test_count_limit(void)
+{
+    fill(600, 32);
+    uint64_t before = sl_stat("free_remote");
+    pthread_t t = freer_start(NULL);
+    CHECK_EQ(sl_stat("free_remote") - before, 512);
     freer_finish(t, 3);
     sl_purge();
     CHECK(sl_check() == 0);
@@ -232,6 +244,7 @@ int main(void)
     test_held_until_drain();
     test_thread_exit();
     test_byte_limit();
+    test_count_limit();
     test_fork();
     test_adopted();
     test_words();

@@ -58,8 +58,8 @@ struct heap_ids {
 extern struct heap_ids ids_none; /* all keys 0: matches no cache */
 
 #define MAG_MAX       32          /* the largest class_mag_cap */
-#define RBATCH_CAP    64          /* remote frees batched (remote_batch.c) */
-#define RBATCH_BYTES  (64 << 10)  /* ... and at most this many bytes of them */
+#define RBATCH_CAP    256         /* remote frees batched (remote_batch.c) */
+#define RBATCH_BYTES  (256 << 10)  /* ... and at most this many bytes of them */
 #define HEAP_TAG_NONE 0xfffffe00u /* matches no page tag: heap_empty */
 
 struct heap {
