@@ -334,9 +334,11 @@ size_t heap_in_use_bytes(void)
     size_t bytes = 0;
     page_walk_runs(count_run, &bytes);
     heaps_lock_for_check();
-    for (struct heap *h = heaps_all(); h; h = h->all_next) /* free, though used in their slabs */
+    for (struct heap *h = heaps_all(); h; h = h->all_next) { /* free, though used in their slabs */
         for (unsigned c = 0; c < SL_NCLASSES; c++)
             bytes -= (size_t)mag_count(h, c) * class_size[c];
+        bytes -= __atomic_load_n(&h->rbatch_bytes, __ATOMIC_RELAXED); /* freed, waiting in a remote batch */
+    }
     heaps_unlock_for_check();
     return bytes;
 }

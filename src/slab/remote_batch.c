@@ -134,7 +134,7 @@ void remote_batch_flush(struct heap *h)
     for (unsigned c = 0, from = 0; c < SL_NCLASSES; from = at[c++])
         sort_addrs(&v[from], tmp, at[c] - from);
     h->rbatch_n = 0;
-    h->rbatch_bytes = 0;
+    __atomic_store_n(&h->rbatch_bytes, 0, __ATOMIC_RELAXED); /* mallinfo reads it */
     atomic_signal_fence(memory_order_seq_cst);
     /* each word's objects one OR; a slab's words one summary mark */
     uintptr_t head = 0;
@@ -168,7 +168,8 @@ void remote_batch_add(struct heap *h, void *p, uint32_t t)
     h->rbatch_cls[n] = (uint8_t)cls;
     atomic_signal_fence(memory_order_seq_cst); /* the slot before the count (see the top) */
     h->rbatch_n = n + 1;
-    h->rbatch_bytes += class_size[cls];
-    if (n + 1 == RBATCH_CAP || h->rbatch_bytes >= RBATCH_BYTES)
+    uint32_t bytes = h->rbatch_bytes + class_size[cls];
+    __atomic_store_n(&h->rbatch_bytes, bytes, __ATOMIC_RELAXED);
+    if (n + 1 == RBATCH_CAP || bytes >= RBATCH_BYTES)
         remote_batch_flush(h);
 }
