@@ -110,25 +110,14 @@ static void test_thread_exit(void)
     CHECK(sl_check() == 0);
 }
 
-/* 16 KiB objects: the batch's byte limit (256 KiB) pushes every 16th. */
-static void test_byte_limit(void)
+/* n objects of size freed by a thread that holds its batch: `pushed` of
+ * them go to their owner while it lives, by the batch's limits. */
+static void check_limit(size_t n, size_t size, uint64_t pushed)
 {
-    fill(40, 16384);
+    fill(n, size);
     uint64_t before = sl_stat("free_remote");
     pthread_t t = freer_start(NULL);
-    CHECK_EQ(sl_stat("free_remote") - before, 32);
-    freer_finish(t, 3);
-    sl_purge();
-    CHECK(sl_check() == 0);
-}
-
-/* Small objects: the batch's count limit (256) pushes every 256th. */
-static void test_count_limit(void)
-{
-    fill(600, 32);
-    uint64_t before = sl_stat("free_remote");
-    pthread_t t = freer_start(NULL);
-    CHECK_EQ(sl_stat("free_remote") - before, 512);
+    CHECK_EQ(sl_stat("free_remote") - before, pushed);
     freer_finish(t, 3);
     sl_purge();
     CHECK(sl_check() == 0);
@@ -243,8 +232,8 @@ int main(void)
 {
     test_held_until_drain();
     test_thread_exit();
-    test_byte_limit();
-    test_count_limit();
+    check_limit(40, 16384, 32); /* the byte limit (256 KiB) pushes every 16th */
+    check_limit(600, 32, 512);  /* the count limit (256) pushes every 256th */
     test_fork();
     test_adopted();
     test_words();
