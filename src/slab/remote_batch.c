@@ -4,13 +4,14 @@
  *
  * The free fast path reads only the page tag of a remote object (heap.h);
  * the object goes into the freeing heap's batch, neither read nor written.
- * A flush takes the batch whole and sorts it by address. A run of objects
- * that share a bitmap word (so one page, so one slab) becomes one mask,
- * each object checked on the way (an object start by its offset in the
- * slab, which the page tag and class give; not twice in the run), and is
- * set in the remote-free bitmap with one atomic OR: a bit already set
- * there is a double free, reported at once. A slab's words, side by side
- * after the sort, then mark its summary with one compare-and-swap. The
+ * A flush takes the batch whole and groups it by size class. A run of
+ * objects side by side that share a bitmap word (so one page, so one slab)
+ * becomes one mask, each object checked on the way (an object start by
+ * its offset in the slab, which the page tag and class give; not twice in
+ * the run), and is set in the remote-free bitmap with one atomic OR: a bit
+ * already set there is a double free (freed twice in the batch, or by
+ * another batch not yet taken), reported at once. A run of words of one
+ * slab then marks its summary with one compare-and-swap. The
  * owner's live bitmap is not read here: the owner checks each bit it takes
  * against it (a bit not live is a double free, or a pointer that is no
  * object), so neither the live bitmap's line nor any object's moves to
@@ -73,57 +74,16 @@ static bool set_word(struct heap *h, const uintptr_t *ps, unsigned k, uint32_t *
     return true;
 }
 
-/* Sort v[0, n) ascending (tmp: room for n). A class's objects come mostly
- * in allocation order, ascending or, off a relinked free list, descending:
- * a group that ends lower than it starts is reversed first, runs of 8 are
- * insertion-sorted, then merged pairwise, a merge skipped where the two
- * halves are in order already. So O(n) for the common nearly sorted batch
- * and O(n log n) at worst (an insertion sort of a whole 256-object batch in
- * no order cost 70 cycles per free: bench_bulk_free, remote). */
-static void sort_addrs(uintptr_t *v, uintptr_t *tmp, unsigned n)
-{
-    enum { RUN = 8 };
-    if (n > 1 && v[0] > v[n - 1])
-        for (unsigned i = 0, j = n - 1; i < j; i++, j--) {
-            uintptr_t x = v[i];
-            v[i] = v[j];
-            v[j] = x;
-        }
-    for (unsigned lo = 0; lo < n; lo += RUN) {
-        unsigned hi = lo + RUN < n ? lo + RUN : n;
-        for (unsigned i = lo + 1; i < hi; i++) {
-            uintptr_t x = v[i];
-            unsigned j = i;
-            for (; j > lo && v[j - 1] > x; j--)
-                v[j] = v[j - 1];
-            v[j] = x;
-        }
-    }
-    for (unsigned w = RUN; w < n; w *= 2)
-        for (unsigned lo = 0; lo + w < n; lo += 2 * w) {
-            unsigned mid = lo + w, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            if (v[mid - 1] <= v[mid])
-                continue;
-            unsigned i = lo, j = mid, k = 0;
-            while (i < mid && j < hi)
-                tmp[k++] = v[i] <= v[j] ? v[i++] : v[j++];
-            while (i < mid)
-                tmp[k++] = v[i++];
-            while (j < hi)
-                tmp[k++] = v[j++];
-            for (unsigned t = 0; t < k; t++)
-                v[lo + t] = tmp[t];
-        }
-}
-
 void remote_batch_flush(struct heap *h)
 {
-    uintptr_t v[RBATCH_CAP], tmp[RBATCH_CAP];
+    uintptr_t v[RBATCH_CAP];
     unsigned n = h->rbatch_n;
-    /* taken whole before anything is pushed (see the top), and sorted: by
-     * class (a counting sort; a slab's objects are all of one class), then
-     * by address within a class (sort_addrs), so the objects of a bitmap
-     * word, and the words of a slab, side by side */
+    /* taken whole before anything is pushed (see the top), and grouped by
+     * class (a counting sort, stable; a slab's objects are all of one
+     * class), so that a class's objects, which come in allocation order,
+     * make runs of one bitmap word and one slab. Not sorted by address:
+     * a merge sort cost more than the atomic ORs it saved (xmalloc-test
+     * 1.47 against 1.12 without it; crossfree 0.094 against 0.090 s) */
     unsigned at[SL_NCLASSES + 1] = { 0 };
     for (unsigned i = 0; i < n; i++)
         at[h->rbatch_cls[i] + 1]++;
@@ -131,8 +91,6 @@ void remote_batch_flush(struct heap *h)
         at[c] += at[c - 1];
     for (unsigned i = 0; i < n; i++)
         v[at[h->rbatch_cls[i]]++] = (uintptr_t)h->rbatch[i];
-    for (unsigned c = 0, from = 0; c < SL_NCLASSES; from = at[c++])
-        sort_addrs(&v[from], tmp, at[c] - from);
     h->rbatch_n = 0;
     __atomic_store_n(&h->rbatch_bytes, 0, __ATOMIC_RELAXED); /* mallinfo reads it */
     atomic_signal_fence(memory_order_seq_cst);
