@@ -3,7 +3,7 @@
  * _destroy).
  *
  * A cache is a slab cache id (slab.h) beside the malloc size classes: its
- * objects live in the same slabs, thread heaps, remote lists and bulk paths
+ * objects live in the same slabs, thread heaps, remote-free bitmap and bulk paths
  * as malloc's, so everything said there holds here. What a cache adds:
  *   - its own geometry: object size and alignment, slab length, and for a
  *     cache with a constructor a link word after the object, so a free

@@ -12,15 +12,15 @@
  *     lists, by state, owner and cache id;
  *   - every allocated run (handed over by page_check): a live slab has the
  *     geometry of its cache id; its free list holds objects of the slab,
- *     at object starts, carved, whose bitmap bits are clear; its remote
- *     list records of objects whose bits are still set (each record's own
- *     among its mask); used == carved - |free| - unlinked; the
+ *     at object starts, carved, whose bitmap bits are clear; its
+ *     remote-free bits are all live bits; used == carved - |free| -
+ *     unlinked; the
  *     bitmap bits set in it are exactly `used`, all at carved object
  *     starts, but for the objects in its owner's magazine (used, no live
  *     bit: each at a carved object start of a slab of that heap and class).
  *     Every page of a live malloc-class slab carries its owner's page tag
  *     and class; every other allocated page a zero tag. Only a slab's head
- *     page has a remote list head. A slab with no owner and a run without
+ *     page has the FULL bit in its remote summary. A slab with no owner and a run without
  *     its live bit must be parked in a page cache, with no bit set. A live
  *     run has one bit, at its start. (In a child forked while other
  *     threads ran, a run such a thread was freeing at that instant is

@@ -25,15 +25,15 @@
  *           slab is released only when it has none (slab_release checks).
  *   carve   objects never handed out yet are carved lazily, a page at a
  *           time, so a fresh slab touches only what it uses.
- *   unlinked  objects the owner freed in bulk (bulk.c) or collected from the
- *           remote list are on no list: their
+ *   unlinked  objects the owner freed in bulk (bulk.c) or took from the
+ *           remote-free bitmap are on no list: their
  *           live bits are cleared and counted here, and nothing is written
  *           into them. When the free list runs dry, slab_relink finds them
  *           again in the bitmap (carved objects with no live bit that are
  *           not in the owner's magazine) a bitmap word at a time, and
  *           pushes them onto the free list.
- * Counts: used == carved - |free| - unlinked (objects on the remote list and
- * in the owner's magazine count as used).
+ * Counts: used == carved - |free| - unlinked (objects with remote-free bits
+ * and objects in the owner's magazine count as used).
  *
  * States (field state, owner-only):
  *   CURRENT  the heap's allocation slab for its cache (heap.cur)
