@@ -214,9 +214,9 @@ void *sl_realloc(void *p, size_t n)
         sl_free(p);
         return NULL;
     }
-    uintptr_t e = pagemap_get((uintptr_t)p);
-    if (unlikely(!(e & PM_BLOCK) || !bitmap_test((uintptr_t)p)))
-        return realloc_huge_or_bad(p, e, n);
+    /* the flat block bitmap, as sl_free: one load */
+    if (unlikely(!pagemap_is_block((uintptr_t)p) || !bitmap_test((uintptr_t)p)))
+        return realloc_huge_or_bad(p, pagemap_get((uintptr_t)p), n);
     struct page *head = page_head(page_of(p));
     if (likely(head->h.kind == PG_SLAB)) {
         struct slab *s = slab_of_page(head);

@@ -395,9 +395,12 @@ size_t heap_usable_size(void *p)
 
 bool heap_resize_run(void *p, size_t new_size)
 {
-    if (!page_resize(p, run_pages(new_size)))
+    struct page *pg = page_of(p);
+    size_t npages = run_pages(new_size);
+    /* the common realloc of a growing buffer stays within its pages */
+    if (npages != pg->h.npages && !page_resize(p, npages))
         return false;
-    page_of(p)->run.req = new_size;
+    pg->run.req = new_size;
     return true;
 }
 
