@@ -40,6 +40,11 @@ static void *free_cache_list(void *arg)
         sl_cache_free(free_cache, v[i]);
     return NULL;
 }
+static void *free_two_bulk(void *arg)
+{
+    sl_free_bulk(arg, 2);
+    return NULL;
+}
 static void *free_three_bulk(void *arg)
 {
     sl_free_bulk(arg, 3);
@@ -134,6 +139,20 @@ static void run_case(const char *name)
         sl_cache_free(c, o[0]);
         for (int i = 1; i < k; i++)
             sl_cache_free(c, o[i]);
+    } else if (!strcmp(name, "bulk_remote_interior")) {
+        /* an interior pointer joins the remote chain that b opens (the
+         * chain checks the span and the alignment, not the live bitmap):
+         * its grain's bit is set, and the owner's collect finds it not live */
+        char *a = sl_malloc(64), *b = sl_malloc(64);
+        void *v[2] = { a + 16, b };
+        in_thread(free_two_bulk, v);
+        sl_purge();
+    } else if (!strcmp(name, "cache_double_free_remote")) {
+        sl_cache_t *c = sl_cache_create("twice", 48, 0, 0, NULL);
+        void *v[3] = { sl_cache_alloc(c), NULL, NULL };
+        v[1] = v[0];
+        free_cache = c;
+        in_thread(free_cache_list, v); /* the second finds its remote-free bit set */
     } else if (!strcmp(name, "bulk_remote_revisit")) {
         void *v[3];
         two_apart(48, &v[0], &v[1]);
@@ -287,6 +306,8 @@ static const struct expect cases[] = {
     { "remote_interior_grain", "sluice: free of an interior pointer 0x" },
     { "double_free_remote_owner", "sluice: double free of 0x" },
     { "double_free_remote_release", "sluice: double free of 0x" },
+    { "bulk_remote_interior", "sluice: free of an interior pointer 0x" },
+    { "cache_double_free_remote", "sluice: double free of 0x" },
     { "bulk_remote_revisit", "sluice: double free of 0x" },
     { "cache_bulk_remote_revisit", "sluice: double free of 0x" },
     { "free_stack", "sluice: free of a pointer sluice did not allocate: 0x" },

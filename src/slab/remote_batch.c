@@ -41,8 +41,8 @@ static void mark_slab(struct heap *h, uintptr_t head, uint32_t sum, unsigned n)
     }
 }
 
-/* Set the remote-free bits of ps[0, k) (objects in one bitmap word, in
- * address order); their page tag in *t. False if the slab changed hands
+/* Set the remote-free bits of ps[0, k) (objects side by side in the batch
+ * that share a bitmap word); their page tag in *t. False if the slab changed hands
  * since they were batched (orphaned, or adopted by h): then they were
  * freed one by one. */
 static bool set_word(struct heap *h, const uintptr_t *ps, unsigned k, uint32_t *t)
