@@ -307,6 +307,17 @@ static bool size_matches(const void *p, size_t size, size_t align)
 
 void sl_free_aligned_sized(void *p, size_t align, size_t size)
 {
+    uintptr_t a = (uintptr_t)p;
+    /* A malloc-class slab's pages carry their class in the page tag: a size
+     * of that class goes straight to free, which validates p as it always
+     * does; a mismatch, any other kind of memory, alignment above the
+     * grain and checked mode take the full check below (so its messages,
+     * a bad pointer before a wrong size, stay). */
+    if (likely(!sl_checked && align <= SL_GRAIN && size <= SL_SMALL_MAX && pagemap_is_block(a))) {
+        uint32_t t = ld_relaxed(page_tag(a));
+        if (likely(t && (t & ((1u << TAG_PAGE_SHIFT) - 1)) == size_class_small(size)))
+            return heap_free_block(p);
+    }
     if (!p)
         return;
     if (checked_ptr(p, pagemap_get((uintptr_t)p)))
