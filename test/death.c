@@ -153,6 +153,10 @@ static void run_case(const char *name)
         v[1] = v[0];
         free_cache = c;
         in_thread(free_cache_list, v); /* the second finds its remote-free bit set */
+    } else if (!strcmp(name, "free_sized_double_free")) {
+        p = sl_malloc(64);
+        sl_free(p);
+        sl_free_sized(p, 64); /* the class matches the page tag: free's own check reports it */
     } else if (!strcmp(name, "bulk_remote_revisit")) {
         void *v[3];
         two_apart(48, &v[0], &v[1]);
@@ -308,6 +312,7 @@ static const struct expect cases[] = {
     { "double_free_remote_release", "sluice: double free of 0x" },
     { "bulk_remote_interior", "sluice: free of an interior pointer 0x" },
     { "cache_double_free_remote", "sluice: double free of 0x" },
+    { "free_sized_double_free", "sluice: double free of 0x" },
     { "bulk_remote_revisit", "sluice: double free of 0x" },
     { "cache_bulk_remote_revisit", "sluice: double free of 0x" },
     { "free_stack", "sluice: free of a pointer sluice did not allocate: 0x" },
