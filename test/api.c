@@ -635,6 +635,21 @@ static void test_magazine(void)
     for (int i = 0; i < N; i++)
         sl_free(ps[i]);
     CHECK(sl_check() == 0);
+    /* a freed object carries the cookie in its second word (slab/heap.h)
+     * and malloc clears it; a live object whose second word equals it by
+     * chance is still freed as usual (the magazine is searched) */
+    void *c1 = sl_malloc(64);
+    sl_free(c1);
+    uint64_t cookie = ((volatile uint64_t *)c1)[1]; /* a peek at a freed object */
+    CHECK(cookie != 0);
+    void *c2 = sl_malloc(64);
+    CHECK(c2 == c1);
+    CHECK(((volatile uint64_t *)c2)[1] == 0);
+    ((volatile uint64_t *)c2)[1] = cookie;
+    sl_free(c2);
+    CHECK(sl_check() == 0);
+    CHECK(sl_malloc(64) == c2);
+    sl_free(c2);
     /* remote frees find their slab's remote list through the page tags,
      * which give each page's place in its slab: 480-byte objects live in
      * 8-page slabs, so most of them are not on a slab's first page */

@@ -3,6 +3,7 @@
  * stderr, and expects SIGABRT and the message. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -56,6 +57,28 @@ static void *free_twice_flushed(void *arg)
     sl_purge(); /* the batch's bit is set in the remote-free bitmap */
     sl_free(arg); /* still live until the owner collects: set twice */
     sl_purge();
+    return NULL;
+}
+/* Free a fresh 64-byte object into this thread's magazine, hand it over
+ * (shared_p) and stay alive, so it stays there. */
+static sem_t handed;
+static void *free_and_stay(void *arg)
+{
+    (void)arg;
+    void *p = sl_malloc(64);
+    sl_free(p);
+    shared_p = p;
+    sem_post(&handed);
+    for (;;)
+        pause();
+    return NULL;
+}
+/* Allocate an object of an otherwise unused size class and exit: its slab
+ * goes to the orphan list, with the object live. */
+static void *alloc_and_exit(void *arg)
+{
+    (void)arg;
+    shared_p = sl_malloc(9000);
     return NULL;
 }
 static void in_thread(void *(*fn)(void *), void *arg)
@@ -198,6 +221,51 @@ static void run_case(const char *name)
         p = sl_malloc(64);
         sl_free(p);
         sl_realloc(p, 100);
+    } else if (!strcmp(name, "realloc_freed_other_thread")) {
+        /* freed into another, live thread's magazine: its cookie tells */
+        pthread_t t;
+        sem_init(&handed, 0, 0);
+        pthread_create(&t, NULL, free_and_stay, NULL);
+        sem_wait(&handed);
+        sl_realloc(shared_p, 100);
+    } else if (!strcmp(name, "usable_size_freed")) {
+        p = sl_malloc(64);
+        sl_free(p); /* into the magazine, its live bit kept */
+        sl_usable_size(p);
+    } else if (!strcmp(name, "magazine_written_after_free")) {
+        p = sl_malloc(64);
+        sl_free(p);
+        ((volatile uint64_t *)p)[1] = 0; /* the cookie */
+        sl_check();
+    } else if (!strcmp(name, "bulk_magazine_object")) {
+        /* one freed into the magazine (live bit kept), then in a bulk free
+         * behind a live one of its slab: the chain's check must see it free */
+        void *v[2] = { sl_malloc(64), sl_malloc(64) };
+        sl_free(v[0]);
+        sl_free_bulk(v, 2);
+    } else if (!strcmp(name, "bulk_magazine_opener")) {
+        void *v[2] = { sl_malloc(64), sl_malloc(64) };
+        sl_free(v[1]); /* the chain's first object */
+        sl_free_bulk(v, 2);
+    } else if (!strcmp(name, "double_free_remote_magazine")) {
+        /* freed by its owner (into the magazine), then by another thread;
+         * the owner's bulk allocation collects the remote frees while the
+         * magazine still holds the object */
+        void *v[2] = { sl_malloc(64), NULL };
+        sl_free(v[0]);
+        in_thread(free_list, v); /* flushed when the thread exits */
+        static void *out[20000];
+        sl_alloc_bulk(64, 20000, out);
+    } else if (!strcmp(name, "double_free_adopted")) {
+        /* p's slab is another thread's, orphaned: the free is batched; then
+         * this thread adopts the slab, frees p again (its own object now,
+         * into the magazine), and the batch's flush frees it as the owner */
+        in_thread(alloc_and_exit, NULL);
+        p = shared_p;
+        sl_free(p);       /* batched: another heap's slab */
+        sl_malloc(9000);  /* no slab of its own: adopts the orphan's */
+        sl_free(p);       /* still live: into the magazine */
+        sl_purge();       /* the flush */
     } else if (!strcmp(name, "bulk_double_free")) {
         void *objs[8];
         sl_alloc_bulk(32, 4, objs);
@@ -325,6 +393,13 @@ static const struct expect cases[] = {
     { "free_block_header", "sluice: free of a pointer sluice did not allocate: 0x" },
     { "realloc_stack", "sluice: realloc of a pointer sluice did not allocate: 0x" },
     { "realloc_freed", "sluice: realloc of freed memory at 0x" },
+    { "realloc_freed_other_thread", "sluice: realloc of freed memory at 0x" },
+    { "usable_size_freed", "sluice: double free of 0x" },
+    { "magazine_written_after_free", "sluice: sl_check: object in a magazine was written after its free: 0x" },
+    { "bulk_magazine_object", "sluice: double free of 0x" },
+    { "bulk_magazine_opener", "sluice: double free of 0x" },
+    { "double_free_remote_magazine", "sluice: double free of 0x" },
+    { "double_free_adopted", "sluice: double free of 0x" },
     { "bulk_double_free", "sluice: double free of 0x" },
     { "bulk_unlinked_double_free", "sluice: double free of 0x" },
     { "bulk_interior", "sluice: free of an interior pointer 0x" },

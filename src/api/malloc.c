@@ -153,7 +153,7 @@ static size_t usable_checked(const void *p, const char *op)
     if (checked_ptr(p, e))
         return checked_usable(p);
     if (e & PM_BLOCK) {
-        if (!bitmap_test((uintptr_t)p))
+        if (!bitmap_test((uintptr_t)p) || heap_in_magazine((void *)p))
             heap_bad_free(p, e, op);
         return heap_usable_size((void *)p);
     }
@@ -220,6 +220,8 @@ void *sl_realloc(void *p, size_t n)
     struct page *head = page_head(page_of(p));
     if (likely(head->h.kind == PG_SLAB)) {
         struct slab *s = slab_of_page(head);
+        if (unlikely(*mag_cookie(p) == heap_cookie) && heap_in_magazine(p)) /* freed */
+            heap_bad_free(p, pagemap_get((uintptr_t)p), "realloc");
         if (n <= s->size && size_class(n) == s->cls) {
             count_realloc(STAT_realloc_inplace);
             return p;

@@ -15,8 +15,10 @@
  * (slab.h): nothing is written into the objects there either.
  *
  * Every object is still validated a bitmap word at a time: against the
- * live bitmap for this thread's slabs (the bits are cleared here), so a
- * double free inside one batch, or of an object already free, is caught;
+ * live bitmap for this thread's slabs (the bits are cleared here; the
+ * class's magazine, whose objects keep their bits, is flushed into the
+ * slabs first), so a double free inside one batch, or of an object
+ * already free, is caught;
  * for another thread's, against the chain's own bits (an object twice in
  * the batch) and the remote-free bits already set (the OR returns them: an
  * array that comes back to a word, or another thread's earlier free); the
@@ -207,8 +209,16 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
         }
         if (s->cls != expect && expect != ANY_CACHE)
             cache_wrong_free(expect, s, p);
-        if (slab_owned_by(s, h))
+        if (slab_owned_by(s, h)) {
+            /* the magazine's objects are live in the bitmap, but free: back
+             * to the slabs first, so that the chain's check sees them free */
+            if (s->cls < SL_NCLASSES && unlikely(*heap_mag_of(h, s->cls))) {
+                heap_mag_flush_class(h, s->cls);
+                if (!bitmap_test((uintptr_t)p))
+                    heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
+            }
             chain_build(h, s, ptrs, &n, true);
+        }
         else
             chain_build(h, s, ptrs, &n, false);
     }

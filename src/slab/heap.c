@@ -19,6 +19,7 @@
 struct slab slab_none;
 struct heap_ids ids_none;
 void *mag_none[1];
+uint64_t heap_cookie;
 struct heap heap_empty = { .cur = { [0 ... SL_CLASS_ZERO] = &slab_none },
                            .tag = HEAP_TAG_NONE,
                            .mag_top = { [0 ... SL_CLASS_ZERO] = mag_none },
@@ -70,7 +71,7 @@ void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
     /* nothing is live, so a remote free not taken yet is a double free
      * (reported by the collect); none must outlive the slab */
     if (atomic_load_explicit(slab_remote(s), memory_order_acquire) & ~SLAB_FULL_BIT)
-        slab_collect(s);
+        slab_collect(s, heap_mag_of(h, s->cls));
     atomic_store_explicit(slab_remote(s), 0, memory_order_relaxed);
     slab_unlist(h, s);
     slab_own(s, NULL);
@@ -134,7 +135,7 @@ void take_woken(struct heap *h, unsigned id)
 /* An exhausted slab leaves the current position: it becomes FULL, unless
  * remote frees arrived meanwhile; then they are collected and it stays.
  * Returns true if s has free objects again. */
-static bool retire_or_collect(struct heap *h, struct slab *s, void **mag)
+static bool retire_or_collect(struct heap *h, struct slab *s)
 {
     for (;;) {
         uint32_t expected = 0;
@@ -147,9 +148,9 @@ static bool retire_or_collect(struct heap *h, struct slab *s, void **mag)
                 slab_list_push(heap_full(h, s->cls), s);
             return false;
         }
-        if (slab_collect(s)) {
+        if (slab_collect(s, heap_mag_of(h, s->cls))) {
             stat_add(h->stats, STAT_remote_collect, 1);
-            return slab_relink(s, mag);
+            return slab_relink(s);
         }
     }
 }
@@ -190,16 +191,16 @@ struct slab *heap_refill(struct heap *h, unsigned id)
 {
     struct slab **cur = heap_cur(h, id), **partial = heap_partial(h, id);
     struct slab *s = *cur;
-    void **mag = id < SL_NCLASSES ? h->mag_top[id] : NULL;
+    void **mag = heap_mag_of(h, id);
     if (s != &slab_none) {
-        if (s->free || slab_relink(s, mag))
+        if (s->free || slab_relink(s))
             return s;
-        if (slab_collect(s)) {
+        if (slab_collect(s, mag)) {
             stat_add(h->stats, STAT_remote_collect, 1);
-            slab_relink(s, mag);
+            slab_relink(s);
             return s;
         }
-        if (slab_carve(s) || retire_or_collect(h, s, mag))
+        if (slab_carve(s) || retire_or_collect(h, s))
             return s;
         *cur = &slab_none;
     }
@@ -212,9 +213,9 @@ struct slab *heap_refill(struct heap *h, unsigned id)
             slab_list_unlink(partial, s);
             s->state = SLAB_CURRENT;
             *cur = s;
-            if (slab_collect(s))
+            if (slab_collect(s, mag))
                 stat_add(h->stats, STAT_remote_collect, 1);
-            if (s->free || slab_relink(s, mag) || slab_carve(s) || retire_or_collect(h, s, mag))
+            if (s->free || slab_relink(s) || slab_carve(s) || retire_or_collect(h, s))
                 return s;
             *cur = &slab_none;
         }
@@ -277,16 +278,41 @@ void heap_free_local_slow(struct heap *h, struct slab *s)
         slab_release(h, s, &h->pcache);
 }
 
+void heap_mag_flush_class(struct heap *h, unsigned cls)
+{
+    void **top = h->mag_top[cls];
+    mag_set(h, cls, mag_end(h, cls));
+    for (; *top; top++) {
+        void *p = *top;
+        *mag_cookie(p) = 0;
+        bitmap_clear_owner((uintptr_t)p);
+        slab_push_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p);
+    }
+}
+
 void heap_mag_flush(struct heap *h)
 {
-    for (unsigned c = 0; c < SL_NCLASSES; c++) {
-        void **top = h->mag_top[c];
-        mag_set(h, c, mag_end(h, c));
-        for (; *top; top++) {
-            void *p = *top;
-            slab_push_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p);
-        }
-    }
+    for (unsigned c = 0; c < SL_NCLASSES; c++)
+        heap_mag_flush_class(h, c);
+}
+
+void heap_free_cookie_slow(struct heap *h, void *p, unsigned cls)
+{
+    if (mag_holds(h, cls, p))
+        heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
+    /* a live object whose second word happens to be the cookie */
+    heap_mag_push(h, p, cls);
+}
+
+bool heap_in_magazine(void *p)
+{
+    uint32_t t = ld_relaxed(page_tag((uintptr_t)p));
+    if (!t || *mag_cookie(p) != __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED)) /* runs and user caches: tag 0, no magazine */
+        return false;
+    struct heap *h = tls_heap;
+    if (tag_relative(h, t) >= TAG_MINE_LIMIT)
+        return true; /* another heap's: only its magazine's objects carry the cookie */
+    return mag_holds(h, t & ((1u << TAG_PAGE_SHIFT) - 1), p);
 }
 
 static void run_free(void *p)
@@ -311,6 +337,8 @@ void heap_free_object(struct slab *s, void *p)
         h = tls_heap;
     uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
     if (owner == slab_owner_word(h, s->cls)) {
+        if (s->cls < SL_NCLASSES && *mag_cookie(p) == h->cookie && mag_holds(h, s->cls, p))
+            heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
         _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
         return heap_free_owned(h, s, p, slab_link(s, p), w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
     }
@@ -321,9 +349,10 @@ void heap_free_object(struct slab *s, void *p)
 
 void (*heap_checked_free)(void *p);
 
-void heap_free_mag_full_slow(struct heap *h, void *p, _Atomic uint64_t *w, uint64_t v)
+void heap_free_mag_full_slow(struct heap *h, void *p)
 {
-    heap_free_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p, w, v);
+    _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
+    heap_free_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p, w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
 }
 
 void heap_free_block_now(void *p)

@@ -7,20 +7,28 @@
  * small free by the thread that owns the object's slab pushes the object
  * onto the heap's magazine of its class, up to class_mag_cap objects (16
  * KiB); malloc pops the magazine before the current slab. An object in a
- * magazine has its live bit clear (a second free of it is a double free as
- * ever) and still counts as used in its slab. So the common free touches
- * the bitmap word, the block's compact page tags (block.h) and the heap,
- * never the slab's descriptor, and malloc gets back the object freed last,
- * whose line is hot. Only objects of the heap's own slabs enter it, so
- * only the owner ever writes their bitmap words, as before. A full
- * magazine sends the free to the slab; heap_mag_flush empties a magazine
- * into the slabs (thread exit, sl_purge).
+ * magazine keeps its live bit and still counts as used in its slab; what
+ * marks it free is its second word, set to heap_cookie (a random value per
+ * process) by the free that pushes it and cleared by the malloc that pops
+ * it (glibc's tcache keys its entries the same way). So a magazine round
+ * trip writes no bitmap word: malloc touches only the heap's magazine and
+ * the object, and free reads the bitmap word (never-returned pointers,
+ * objects on a slab's free list) and the object's cookie (a second free of
+ * an object still in the magazine: the magazine is searched, and a hit is
+ * reported). Objects leave a magazine by malloc, or by a flush back into
+ * the slabs (heap_mag_flush: thread exit, sl_purge, a bulk free of the
+ * class), which clears their bits. Paths that take the live bit for
+ * "live" in bulk, without reading objects (the owner's collect of remote
+ * frees, sl_free_bulk), mask the magazine's objects out or flush it first.
+ * Only objects of the heap's own slabs enter it, so only the owner ever
+ * writes their bitmap words, as before. A full magazine sends the free to
+ * the slab.
  *
  * Fast path budget: no lock, no atomic RMW, no call. malloc: TLS load, class
- * arithmetic, pop the magazine or the current slab's freelist, set the
- * bitmap bit, count. free: pagemap lookup (two loads), bitmap test, page
- * tag compare, magazine push, count. Everything else goes to a *_slow
- * function.
+ * arithmetic, pop the magazine (clear the cookie) or the current slab's
+ * freelist (set the bitmap bit), count. free: pagemap lookup (two loads),
+ * page tag compare, bitmap test, cookie test, magazine push, count.
+ * Everything else goes to a *_slow function.
  *
  * A thread starts on heap_empty (every class's current slab is an empty
  * dummy), so the first malloc falls into the slow path, which gives the
@@ -67,6 +75,7 @@ struct heap {
                                          * for cur[SL_CLASS_ZERO]) */
     uint32_t tag;                       /* the page tag of its malloc slabs, less the class:
                                          * its sequence number << 9; set once */
+    uint64_t cookie;                    /* heap_cookie (0 for heap_empty); set once */
     void **mag_top[SL_NCLASSES + 1];    /* owner writes: each magazine's last object, or
                                          * its NULL end when empty (always, for
                                          * [SL_CLASS_ZERO] and heap_empty) */
@@ -89,6 +98,9 @@ struct heap {
 };
 
 extern struct heap heap_empty;
+/* The second word of every object in a magazine: random, nonzero, set once
+ * before the first heap is made. */
+extern uint64_t heap_cookie;
 extern struct slab slab_none; /* the dummy current slab: no free objects */
 extern __thread struct heap *tls_heap;
 
@@ -156,6 +168,21 @@ sl_inline void mag_reset(struct heap *h, unsigned cls)
     mag_set(h, cls, mag_end(h, cls));
 }
 
+/* The word of a free object that holds heap_cookie while it is in a
+ * magazine (objects are at least 16 bytes; word 0 is the free-list link). */
+sl_inline uint64_t *mag_cookie(void *p) { return (uint64_t *)p + 1; }
+/* h's magazine of cache id from its top (NULL-ended), or NULL for a user
+ * cache (slab_collect's mask). */
+sl_inline void **heap_mag_of(struct heap *h, unsigned id) { return id < SL_NCLASSES ? h->mag_top[id] : NULL; }
+/* Is p in h's magazine of class cls (the owner, or heaps_lock)? */
+sl_inline bool mag_holds(struct heap *h, unsigned cls, const void *p)
+{
+    for (void **m = h->mag_top[cls]; *m; m++)
+        if (*m == p)
+            return true;
+    return false;
+}
+
 /* Small malloc, n <= SL_SMALL_MAX. */
 sl_inline void *heap_alloc_small(size_t n)
 {
@@ -165,6 +192,7 @@ sl_inline void *heap_alloc_small(size_t n)
     void *p = *top;
     if (likely(p)) {
         mag_set(h, cls, top + 1);
+        *mag_cookie(p) = 0; /* live bit kept while in the magazine */
     } else {
         struct slab *s = h->cur[cls];
         p = s->free;
@@ -172,8 +200,8 @@ sl_inline void *heap_alloc_small(size_t n)
             return heap_alloc_small_slow(h, cls);
         s->free = *(void **)p;
         s->used++;
+        bitmap_set_owner((uintptr_t)p);
     }
-    bitmap_set_owner((uintptr_t)p);
     stat_add(h->stats, STAT_alloc_small, 1);
     return p;
 }
@@ -211,21 +239,44 @@ sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, void **l
     slab_push_owned(h, s, p, link);
 }
 
-/* Empty h's magazines into their slabs (the owner, or heaps_lock for an
- * orphan). */
+/* Empty h's magazines (or only class cls's) into their slabs, clearing
+ * the objects' live bits (the owner, or heaps_lock for an orphan). */
 void heap_mag_flush(struct heap *h);
-/* Free of p (validated; a malloc-class object of h's, its bitmap word w to
- * become v) whose magazine is full: straight onto its slab. */
-void heap_free_mag_full_slow(struct heap *h, void *p, _Atomic uint64_t *w, uint64_t v);
+void heap_mag_flush_class(struct heap *h, unsigned cls);
+/* Free of p (validated; a malloc-class object of h's) whose magazine is
+ * full: straight onto its slab, its live bit cleared. */
+void heap_free_mag_full_slow(struct heap *h, void *p);
+/* Free of p (live bit set; a malloc-class object of h's, class cls) whose
+ * second word holds the cookie: reported if it is in the magazine, else
+ * freed as usual. */
+void heap_free_cookie_slow(struct heap *h, void *p, unsigned cls);
+/* Is p (live bit set) an object in a magazine: the caller's own (searched)
+ * or another heap's (its cookie says so)? For the checks of realloc,
+ * malloc_usable_size and the like. */
+bool heap_in_magazine(void *p);
+
+/* Push p (validated, not in the magazine) onto h's magazine of class cls,
+ * or free it to its slab if the magazine is full. */
+sl_inline void heap_mag_push(struct heap *h, void *p, unsigned cls)
+{
+    void ***slot = &h->mag_top[cls]; /* one address for the load and the store */
+    void **top = *slot - 1;
+    if (unlikely(*top == MAG_LIMIT))
+        return heap_free_mag_full_slow(h, p);
+    *mag_cookie(p) = h->cookie;
+    *top = p;
+    __atomic_store_n(slot, top, __ATOMIC_RELAXED); /* mag_set */
+    stat_add(h->stats, STAT_free_small, 1);
+}
 
 /* Free of memory inside a pageblock (the caller looked the pagemap up).
  * Small frees by the owning thread stay here, into the magazine. The page
  * tag is read first (the block's header is always mapped, so any address
  * in a block may read it): it says whose slab, and which class, p is of.
- * Only for the heap's own slabs is the bitmap then read and written; a
- * remote free does not read the line the owner writes on every allocation
- * (the slow path batches it: remote_batch.c). Nothing is written before
- * the bitmap says p is a live object. */
+ * Only for the heap's own slabs is the bitmap then read; a remote free
+ * does not read the line the owner writes on every allocation (the slow
+ * path batches it: remote_batch.c). Nothing is written before the bitmap
+ * says p is live and its cookie says it is not in the magazine. */
 sl_inline void heap_free_block(void *p)
 {
     uintptr_t a = (uintptr_t)p;
@@ -241,14 +292,9 @@ sl_inline void heap_free_block(void *p)
     if (unlikely(!bit_test64(v, bit)))
         return heap_free_block_slow(p);
     unsigned cls = x & ((1u << TAG_PAGE_SHIFT) - 1);
-    void **top = h->mag_top[cls] - 1;
-    v = bit_clear64(v, bit);
-    if (unlikely(*top == MAG_LIMIT))
-        return heap_free_mag_full_slow(h, p, w, v);
-    st_relaxed(w, v);
-    *top = p;
-    mag_set(h, cls, top);
-    stat_add(h->stats, STAT_free_small, 1);
+    if (unlikely(*mag_cookie(p) == h->cookie))
+        return heap_free_cookie_slow(h, p, cls);
+    heap_mag_push(h, p, cls);
 }
 
 /* Free of p in a pageblock now, whoever owns it (validated here). */

@@ -14,10 +14,10 @@
  *     geometry of its cache id; its free list holds objects of the slab,
  *     at object starts, carved, whose bitmap bits are clear; its
  *     remote-free bits are all live bits; used == carved - |free| -
- *     unlinked; the
- *     bitmap bits set in it are exactly `used`, all at carved object
- *     starts, but for the objects in its owner's magazine (used, no live
- *     bit: each at a carved object start of a slab of that heap and class).
+ *     unlinked; the bitmap bits set in it are exactly `used`, all at
+ *     carved object starts (the objects in its owner's magazine among
+ *     them: each at a carved object start of a slab of that heap and
+ *     class, with the cookie in its second word and no remote-free bit).
  *     Every page of a live malloc-class slab carries its owner's page tag
  *     and class; every other allocated page a zero tag. Only a slab's head
  *     page has the FULL bit in its remote summary. A slab with no owner and a run without
@@ -136,12 +136,8 @@ static void check_slab(struct slab *s, struct ctx *c)
             FAIL("live-object bit not at a carved object start:", (void *)a, "size class", s->size);
         live++;
     }
-    size_t in_mag = 0; /* objects of s in its owner's magazine: used, no live bit */
-    if (s->cls < SL_NCLASSES)
-        for (void **top = owner->mag_top[s->cls]; *top; top++)
-            in_mag += (uintptr_t)*top - (uintptr_t)base < bytes;
-    if (live + in_mag != s->used)
-        FAIL("slab's live-object bits and magazine disagree with its count:", base, "bits", live);
+    if (live != s->used) /* the objects in its owner's magazine among them */
+        FAIL("slab's live-object bits disagree with its count:", base, "bits", live);
 }
 
 /* The page tags of an allocated run: its owner's for a malloc-class slab,
@@ -238,7 +234,8 @@ static void check_list(struct heap *h, unsigned id, struct slab *head, enum slab
 }
 
 /* A magazine holds objects of h's own slabs of its class, at carved object
- * starts, with no live bit; check_slab counts them. */
+ * starts, live in the bitmap (check_slab counts them with the live ones),
+ * each with the cookie in its second word and no remote-free bit. */
 static void check_magazines(struct heap *h)
 {
     for (unsigned c = 0; c < SL_NCLASSES; c++) {
@@ -259,8 +256,12 @@ static void check_magazines(struct heap *h)
                 a - (uintptr_t)slab_base(s) >= (uintptr_t)s->carved * s->size)
                 FAIL("magazine holds what is not an object of the heap's slabs of its class:", p, "size class",
                      class_size[c]);
-            if (bitmap_test(a))
-                FAIL("object in a magazine is marked live:", p, "size class", class_size[c]);
+            if (!bitmap_test(a))
+                FAIL("object in a magazine is not marked live:", p, "size class", class_size[c]);
+            if (*mag_cookie(p) != h->cookie)
+                FAIL("object in a magazine was written after its free:", p, "size class", class_size[c]);
+            if (ld_relaxed(rbitmap_word(a)) & bitmap_bit(a))
+                FAIL("object in a magazine was freed again by another thread:", p, "size class", class_size[c]);
         }
     }
 }

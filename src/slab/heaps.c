@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "../base/lock.h"
 #include "../meta/meta.h"
@@ -46,7 +47,7 @@ static void collect_or_release(struct heap *h, struct slab *s, struct page_cache
 {
     if (h->fork_orphan)
         slab_repair(s);
-    if (slab_collect(s))
+    if (slab_collect(s, heap_mag_of(h, s->cls)))
         heap_count(h, STAT_remote_collect, 1);
     if (!s->used && s->state == SLAB_PARTIAL) {
         if (released)
@@ -65,7 +66,7 @@ static void reclaim_id(struct heap *h, unsigned id, bool keep_current, struct pa
         take_woken(h, id);
     struct slab *s = *heap_cur(h, id);
     if (s != &slab_none) {
-        if (slab_collect(s))
+        if (slab_collect(s, heap_mag_of(h, id)))
             heap_count(h, STAT_remote_collect, 1);
         if (!keep_current) {
             *heap_cur(h, id) = &slab_none;
@@ -109,7 +110,7 @@ bool orphan_adopt(struct heap *h, unsigned id)
             s->next = s->prev = NULL;
             if (o->fork_orphan)
                 slab_repair(s);
-            slab_collect(s);
+            slab_collect(s, heap_mag_of(o, id)); /* empty: flushed when o was orphaned */
             if (!s->used) {
                 s->state = 0;
                 slab_own(s, NULL);
@@ -127,6 +128,23 @@ bool orphan_adopt(struct heap *h, unsigned id)
 
 /* ---- thread heaps ------------------------------------------------------ */
 
+/* heap_cookie: the kernel's random bytes for this process (AT_RANDOM) and
+ * the library's load address, mixed (splitmix64's finaliser); odd, so
+ * never 0, the word malloc leaves in an object it pops. */
+static uint64_t cookie_make(void)
+{
+    const void *r = (const void *)getauxval(AT_RANDOM); /* 16 bytes, not aligned */
+    uint64_t x = 0, y = 0;
+    if (r) {
+        memcpy(&x, r, 8);
+        memcpy(&y, (const char *)r + 8, 8);
+    }
+    x ^= y ^ (uintptr_t)&heap_cookie;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return (x ^ (x >> 31)) | 1;
+}
+
 static void thread_exit_cb(void *arg)
 {
     struct heap *h = arg;
@@ -143,6 +161,8 @@ struct heap *heap_get_slow(void)
     lock_acquire(&heaps_lock);
     if (!slab_geom[0].size)
         slab_geom_init();
+    if (!heap_cookie)
+        __atomic_store_n(&heap_cookie, cookie_make(), __ATOMIC_RELAXED);
     if (!atomic_load_explicit(&exit_key_ready, memory_order_relaxed)) {
         if (pthread_key_create(&exit_key, thread_exit_cb) == 0)
             atomic_store_explicit(&exit_key_ready, 1, memory_order_relaxed);
@@ -182,6 +202,7 @@ struct heap *heap_get_slow(void)
             return NULL;
         }
         h->tag = ++heap_seq << 9;
+        h->cookie = heap_cookie;
         h->all_next = all_heaps;
         all_heaps = h;
         lock_release(&heaps_lock);
@@ -361,10 +382,17 @@ void heap_fork_child(void)
         forked_with_threads = true;
         h->fork_orphan = true;
         page_cache_forget(&h->pcache); /* it may be mid-push */
-        /* its magazines' objects have no live bit and are on no free list:
-         * slab_repair puts them back on their slabs' free lists */
-        for (unsigned c = 0; c < SL_NCLASSES; c++)
+        /* its magazines' objects are live in the bitmap and on no free
+         * list: with their bits cleared, slab_repair puts them back on
+         * their slabs' free lists (an object pushed but not yet counted
+         * in by the top stays live: lost) */
+        for (unsigned c = 0; c < SL_NCLASSES; c++) {
+            for (void **top = h->mag_top[c]; *top; top++) {
+                *mag_cookie(*top) = 0;
+                bitmap_clear_owner((uintptr_t)*top);
+            }
             mag_set(h, c, mag_end(h, c));
+        }
         h->orphan = true;
         h->orphan_next = orphans;
         orphans = h;

@@ -66,15 +66,11 @@ bool slab_carve(struct slab *s)
     return true;
 }
 
-bool slab_relink(struct slab *s, void **mag)
+bool slab_relink(struct slab *s)
 {
     if (!s->unlinked)
         return false;
     uintptr_t base = (uintptr_t)slab_base(s), end = base + (uintptr_t)s->carved * s->size;
-    /* the magazine's objects of s have no live bit either: marked for the scan */
-    for (void **m = mag; m && *m; m++)
-        if ((uintptr_t)*m - base < end - base)
-            bitmap_set_owner((uintptr_t)*m);
     void *head = s->free; /* each object is pushed: the list ends up in descending address order */
     uintptr_t link_off = s->link_off;
     unsigned n = 0, grains = s->size >> SL_GRAIN_SHIFT;
@@ -97,9 +93,6 @@ bool slab_relink(struct slab *s, void **mag)
             n++;
         }
     }
-    for (void **m = mag; m && *m; m++)
-        if ((uintptr_t)*m - base < end - base)
-            bitmap_clear_owner((uintptr_t)*m);
     if (n != s->unlinked)
         sl_fatal("heap corruption: a slab's free objects are miscounted at", (void *)base, "found", n);
     s->free = head;
@@ -118,22 +111,26 @@ static sl_noinline _Noreturn void collect_bad(struct slab *s, uintptr_t w, uint6
     sl_fatal("free of an interior pointer", p, "size class", s->size);
 }
 
-/* Move word w's remote-free bits out of the live bitmap; how many. */
-static unsigned collect_word(struct slab *s, uintptr_t w)
+/* Move word w's remote-free bits out of the live bitmap; how many. The
+ * magazine's objects are live there but free: masked out of the check. */
+static unsigned collect_word(struct slab *s, uintptr_t w, void **mag)
 {
     _Atomic uint64_t *rw = rbitmap_word(w);
     if (!ld_relaxed(rw))
         return 0;
     uint64_t m = atomic_exchange_explicit(rw, 0, memory_order_acquire); /* the freeing threads were done with the objects */
     _Atomic uint64_t *bw = bitmap_word(w);
-    uint64_t v = ld_relaxed(bw);
-    if (unlikely(m & ~v))
-        collect_bad(s, w, m & ~v);
+    uint64_t v = ld_relaxed(bw), live = v;
+    for (; mag && *mag; mag++)
+        if ((uintptr_t)*mag >> 10 == w >> 10)
+            live &= ~bitmap_bit((uintptr_t)*mag);
+    if (unlikely(m & ~live))
+        collect_bad(s, w, m & ~live);
     st_relaxed(bw, v & ~m);
     return (unsigned)popcount64(m);
 }
 
-unsigned slab_collect(struct slab *s)
+unsigned slab_collect(struct slab *s, void **mag)
 {
     _Atomic uint32_t *rh = slab_remote(s);
     uint32_t sum = atomic_load_explicit(rh, memory_order_relaxed);
@@ -145,7 +142,7 @@ unsigned slab_collect(struct slab *s)
     for (; sum; sum &= sum - 1) {
         uintptr_t w = base + ((uintptr_t)__builtin_ctz(sum) << sh << 10);
         for (unsigned k = 0; k < 1u << sh && w < end; k++, w += 64 * SL_GRAIN)
-            n += collect_word(s, w);
+            n += collect_word(s, w, mag);
     }
     s->unlinked = (uint16_t)(s->unlinked + n);
     s->used = (uint16_t)(s->used - n);

@@ -29,8 +29,8 @@
  *           remote-free bitmap are on no list: their
  *           live bits are cleared and counted here, and nothing is written
  *           into them. When the free list runs dry, slab_relink finds them
- *           again in the bitmap (carved objects with no live bit that are
- *           not in the owner's magazine) a bitmap word at a time, and
+ *           again in the bitmap (carved objects with no live bit: those in
+ *           the owner's magazine keep theirs) a bitmap word at a time, and
  *           pushes them onto the free list.
  * Counts: used == carved - |free| - unlinked (objects with remote-free bits
  * and objects in the owner's magazine count as used).
@@ -158,13 +158,14 @@ void slab_set_owner(struct slab *s, uintptr_t owner_word, uint32_t tag);
  * cache's constructor on each; false if none left. */
 bool slab_carve(struct slab *s);
 /* Link the unlinked objects onto the free list (the owner, its free list
- * empty; mag: its magazine of s's class from the top, NULL-ended, or NULL
- * for a user cache). False if there were none. */
-bool slab_relink(struct slab *s, void **mag);
+ * empty). False if there were none. */
+bool slab_relink(struct slab *s);
 /* Take the remote frees: each marked word's bits are checked against the
- * live bitmap (a double free shows up here), cleared there, and the
- * objects become unlinked. Returns the number taken. */
-unsigned slab_collect(struct slab *s);
+ * live bitmap less the objects in mag (the owner's magazine of s's class
+ * from the top, NULL-ended, or NULL: those are live there but free, so a
+ * remote free of one is a double free), cleared there, and the objects
+ * become unlinked. Returns the number taken. */
+unsigned slab_collect(struct slab *s, void **mag);
 /* Take every remote-free bit of the slab's range, whatever the summary
  * says (a slab being released or discarded); returns how many. */
 unsigned slab_remote_take_all(struct slab *s);
