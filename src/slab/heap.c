@@ -19,6 +19,7 @@
 struct slab slab_none;
 struct heap_ids ids_none;
 void *mag_none[1];
+void *mag_idle[2] = { MAG_LIMIT, NULL };
 uint64_t heap_cookie;
 struct heap heap_empty = { .cur = { [0 ... SL_CLASS_ZERO] = &slab_none },
                            .tag = HEAP_TAG_NONE,
@@ -281,7 +282,7 @@ void heap_free_local_slow(struct heap *h, struct slab *s)
 void heap_mag_flush_class(struct heap *h, unsigned cls)
 {
     void **top = h->mag_top[cls];
-    mag_set(h, cls, mag_end(h, cls));
+    mag_set(h, cls, MAG_IDLE);
     for (; *top; top++) {
         void *p = *top;
         *mag_cookie(p) = 0;
@@ -351,6 +352,13 @@ void (*heap_checked_free)(void *p);
 
 void heap_free_mag_full_slow(struct heap *h, void *p)
 {
+    unsigned cls = ld_relaxed(page_tag((uintptr_t)p)) & ((1u << TAG_PAGE_SHIFT) - 1);
+    if (h->mag_top[cls] == MAG_IDLE) {
+        *mag_mark(h, cls) = MAG_LIMIT;
+        *mag_end(h, cls) = NULL;
+        mag_set(h, cls, mag_end(h, cls));
+        return heap_mag_push(h, p, cls);
+    }
     _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
     heap_free_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p, w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
 }

@@ -6,7 +6,7 @@
  * Magazines (tcmalloc's per-thread free lists, for the malloc classes): a
  * small free by the thread that owns the object's slab pushes the object
  * onto the heap's magazine of its class, up to class_mag_cap objects (64
- * KiB, 4 to 32); malloc pops the magazine before the current slab. An object in a
+ * KiB, 4 to 256); malloc pops the magazine before the current slab. An object in a
  * magazine keeps its live bit and still counts as used in its slab; what
  * marks it free is its second word, set to heap_cookie (a random value per
  * process) by the free that pushes it and cleared by the malloc that pops
@@ -65,7 +65,6 @@ struct heap_ids {
 };
 extern struct heap_ids ids_none; /* all keys 0: matches no cache */
 
-#define MAG_MAX       32          /* the largest class_mag_cap */
 #define RBATCH_CAP    256         /* remote frees batched (remote_batch.c) */
 #define RBATCH_BYTES  (256 << 10)  /* ... and at most this many bytes of them */
 #define HEAP_TAG_NONE 0xfffffe00u /* matches no page tag: heap_empty */
@@ -91,7 +90,7 @@ struct heap {
     bool fork_orphan;                   /* heaps_lock: orphaned by fork; its thread may have
                                          * stopped mid-operation, so its slabs are repaired
                                          * (slab_repair) before anyone uses them */
-    void *mag[SL_NCLASSES][MAG_MAX + 2]; /* owner; magazines, see mag_top */
+    void *mag[MAG_SLOTS];                /* owner; the magazines, see mag_top */
     uint32_t rbatch_n, rbatch_bytes;     /* owner: remote frees batched, and their bytes */
     void *rbatch[RBATCH_CAP];            /* owner (remote_batch.c) */
     uint8_t rbatch_cls[RBATCH_CAP];      /* owner: each one's size class */
@@ -144,28 +143,30 @@ sl_inline uintptr_t tag_slab_head(const void *p, uint32_t t)
 {
     return align_down((uintptr_t)p, SL_PAGE) - ((uintptr_t)(t >> TAG_PAGE_SHIFT & 7) << SL_PAGE_SHIFT);
 }
-/* A magazine is a stack growing down through mag[cls], between a MAG_LIMIT
- * mark below its room and a NULL end, mag[cls][MAG_MAX + 1]:
- *   [MAG_MAX - cap] MAG_LIMIT, [.. top) stale, [top .. MAG_MAX] objects, NULL
+/* A magazine is a stack growing down through its part of h->mag, between
+ * a MAG_LIMIT mark below its room and a NULL end (size_class.h):
+ *   mark MAG_LIMIT, [.. top) stale, [top .. end) objects, end NULL
  * So malloc pops *top unless it is the NULL end, and free pushes at top - 1
- * unless that slot is the mark: one load and one compare each, no count. */
+ * unless that slot is the mark: one load and one compare each, no count.
+ * A magazine that is empty after a flush, or was never used, is idle: its
+ * top is the shared mag_idle + 1, which reads as empty to malloc and full
+ * to free, so the first free after goes to heap_free_mag_full_slow, which
+ * lays the magazine out then. So only the classes a thread frees touch the
+ * pages of its part of h->mag. */
 #define MAG_LIMIT ((void *)1)
 extern void *mag_none[1]; /* { NULL }: the empty magazines of heap_empty */
-sl_inline void **mag_end(struct heap *h, unsigned cls) { return &h->mag[cls][MAG_MAX + 1]; }
+extern void *mag_idle[2]; /* { MAG_LIMIT, NULL } */
+#define MAG_IDLE (&mag_idle[1])
+sl_inline void **mag_end(struct heap *h, unsigned cls) { return &h->mag[class_mag_end[cls]]; }
+sl_inline void **mag_mark(struct heap *h, unsigned cls) { return mag_end(h, cls) - class_mag_cap[cls] - 1; }
 sl_inline void mag_set(struct heap *h, unsigned cls, void **top)
 {
     __atomic_store_n(&h->mag_top[cls], top, __ATOMIC_RELAXED);
 }
 sl_inline unsigned mag_count(struct heap *h, unsigned cls)
 {
-    return (unsigned)(mag_end(h, cls) - __atomic_load_n(&h->mag_top[cls], __ATOMIC_RELAXED));
-}
-/* Empty magazine of class cls (its objects, if any, are forgotten). */
-sl_inline void mag_reset(struct heap *h, unsigned cls)
-{
-    h->mag[cls][MAG_MAX - class_mag_cap[cls]] = MAG_LIMIT;
-    *mag_end(h, cls) = NULL;
-    mag_set(h, cls, mag_end(h, cls));
+    void **top = __atomic_load_n(&h->mag_top[cls], __ATOMIC_RELAXED);
+    return top == MAG_IDLE ? 0 : (unsigned)(mag_end(h, cls) - top);
 }
 
 /* The word of a free object that holds heap_cookie while it is in a
@@ -244,7 +245,8 @@ sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, void **l
 void heap_mag_flush(struct heap *h);
 void heap_mag_flush_class(struct heap *h, unsigned cls);
 /* Free of p (validated; a malloc-class object of h's) whose magazine is
- * full: straight onto its slab, its live bit cleared. */
+ * full: straight onto its slab, its live bit cleared; or idle:
+ * the magazine is laid out and p pushed. */
 void heap_free_mag_full_slow(struct heap *h, void *p);
 /* Free of p (live bit set; a malloc-class object of h's, class cls) whose
  * second word holds the cookie: reported if it is in the magazine, else

@@ -240,8 +240,9 @@ static void check_magazines(struct heap *h)
 {
     for (unsigned c = 0; c < SL_NCLASSES; c++) {
         void **top = h->mag_top[c];
-        if (top <= &h->mag[c][MAG_MAX - class_mag_cap[c]] || top > mag_end(h, c) || *mag_end(h, c) ||
-            h->mag[c][MAG_MAX - class_mag_cap[c]] != MAG_LIMIT)
+        if (top == MAG_IDLE)
+            continue;
+        if (top <= mag_mark(h, c) || top > mag_end(h, c) || *mag_end(h, c) || *mag_mark(h, c) != MAG_LIMIT)
             FAIL("magazine's top or marks out of place:", h, "size class", class_size[c]);
         for (; *top; top++) {
             void *p = *top;

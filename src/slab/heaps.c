@@ -186,7 +186,7 @@ struct heap *heap_get_slow(void)
         for (unsigned id = 0; id <= SL_CLASS_ZERO; id++)
             h->cur[id] = &slab_none;
         for (unsigned c = 0; c < SL_NCLASSES; c++)
-            mag_reset(h, c);
+            h->mag_top[c] = MAG_IDLE;
         h->mag_top[SL_CLASS_ZERO] = mag_none;
         atomic_store_explicit(&h->ids, &ids_none, memory_order_relaxed);
         h->pcache.stats = h->stats;
@@ -391,7 +391,7 @@ void heap_fork_child(void)
                 *mag_cookie(*top) = 0;
                 bitmap_clear_owner((uintptr_t)*top);
             }
-            mag_set(h, c, mag_end(h, c));
+            mag_set(h, c, MAG_IDLE);
         }
         h->orphan = true;
         h->orphan_next = orphans;

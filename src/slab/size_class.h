@@ -35,6 +35,10 @@
  * which hands out a zero-size slot (zero/zero.h). class_lut[0] names it. */
 #define SL_CLASS_ZERO SL_NCLASSES
 #define SL_SMALL_MAX 16384
+/* Magazine depth per class (slab/heap.h): 64 KiB of objects, 4 to 256. */
+#define MAG_BYTES       65536
+#define MAG_MAX_OBJECTS 256
+#define MAG_CAP(size)   ((size) * MAG_MAX_OBJECTS <= MAG_BYTES ? MAG_MAX_OBJECTS : MAG_BYTES / (size))
 /* The largest request the small fast path takes: SL_SMALL_MAX, or 0 in
  * checked mode (SLUICE_CHECK=1, api/checked.c), which then sees every
  * request through the slow path. One compare either way. */
@@ -44,7 +48,14 @@ extern const uint32_t class_size[SL_NCLASSES];
 extern const uint8_t class_pages[SL_NCLASSES];
 extern const uint32_t class_recip[SL_NCLASSES]; /* ceil(2^32 / size): off / size in a slab */
 extern const uint8_t class_lut[SL_SMALL_MAX / 16 + 1];
-extern const uint8_t class_mag_cap[SL_NCLASSES]; /* see heap.h: struct heap's magazines */
+extern const uint16_t class_mag_cap[SL_NCLASSES];
+/* Every class's magazine in one array of a heap, each with a mark below
+ * and a NULL end: MAG_SLOTS entries; class_mag_end[c] is c's NULL end
+ * (set by size_class_init, before the first heap). */
+#define MAG_SLOT_X(size, pages) +MAG_CAP(size) + 2
+enum { MAG_SLOTS = 0 SL_SIZE_CLASSES(MAG_SLOT_X) };
+extern uint16_t class_mag_end[SL_NCLASSES];
+void size_class_init(void); /* see heap.h: struct heap's magazines */
 
 /* The arithmetic behind the classes: 16-byte steps to 128, then 8 classes
  * per doubling. */

@@ -11,6 +11,7 @@ struct slab_geom slab_geom[SL_NIDS];
 
 void slab_geom_init(void)
 {
+    size_class_init();
     for (unsigned c = 0; c < SL_NCLASSES; c++)
         slab_geom[c] = (struct slab_geom){ .size = class_size[c], .pages = class_pages[c], .type = PB_SLAB,
                                            .key = 1 };

@@ -76,7 +76,7 @@ struct slab_geom {
     const char *name; /* user caches; NULL for the malloc classes */
 };
 extern struct slab_geom slab_geom[SL_NIDS];
-void slab_geom_init(void); /* the malloc classes' entries; before the first slab */
+void slab_geom_init(void); /* the malloc classes' entries and their magazines' layout; before the first heap */
 
 sl_inline uintptr_t slab_owner_word(struct heap *h, unsigned id)
 {
