@@ -6,8 +6,8 @@
  * Magazines (tcmalloc's per-thread free lists, for the malloc classes): a
  * small free by the thread that owns the object's slab pushes the object
  * onto the heap's magazine of its class, up to class_mag_cap objects (64
- * KiB, 4 to 256); malloc pops the magazine before the current slab. An object in a
- * magazine keeps its live bit and still counts as used in its slab; what
+ * KiB, 4 to 256); malloc pops the magazine before the current slab. An
+ * object in a magazine keeps its live bit and still counts as used in its slab; what
  * marks it free is its second word, set to heap_cookie (a random value per
  * process) by the free that pushes it and cleared by the malloc that pops
  * it (glibc's tcache keys its entries the same way). So a magazine round
@@ -75,9 +75,9 @@ struct heap {
     uint32_t tag;                       /* the page tag of its malloc slabs, less the class:
                                          * its sequence number << 9; set once */
     uint64_t cookie;                    /* heap_cookie (0 for heap_empty); set once */
-    void **mag_top[SL_NCLASSES + 1];    /* owner writes: each magazine's last object, or
-                                         * its NULL end when empty (always, for
-                                         * [SL_CLASS_ZERO] and heap_empty) */
+    void **mag_top[SL_NCLASSES + 1];    /* owner writes: each magazine's last object, its
+                                         * NULL end when empty, or MAG_IDLE (mag_none
+                                         * for [SL_CLASS_ZERO] and heap_empty) */
     struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
     _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
     _Atomic(struct slab *) notify;      /* malloc classes: FULL slabs that got a remote free */
