@@ -48,14 +48,14 @@ extern const uint32_t class_size[SL_NCLASSES];
 extern const uint8_t class_pages[SL_NCLASSES];
 extern const uint32_t class_recip[SL_NCLASSES]; /* ceil(2^32 / size): off / size in a slab */
 extern const uint8_t class_lut[SL_SMALL_MAX / 16 + 1];
-extern const uint16_t class_mag_cap[SL_NCLASSES];
+extern const uint16_t class_mag_cap[SL_NCLASSES]; /* MAG_CAP; see heap.h: struct heap's magazines */
 /* Every class's magazine in one array of a heap, each with a mark below
  * and a NULL end: MAG_SLOTS entries; class_mag_end[c] is c's NULL end
  * (set by size_class_init, before the first heap). */
 #define MAG_SLOT_X(size, pages) +MAG_CAP(size) + 2
 enum { MAG_SLOTS = 0 SL_SIZE_CLASSES(MAG_SLOT_X) };
 extern uint16_t class_mag_end[SL_NCLASSES];
-void size_class_init(void); /* see heap.h: struct heap's magazines */
+void size_class_init(void);
 
 /* The arithmetic behind the classes: 16-byte steps to 128, then 8 classes
  * per doubling. */
