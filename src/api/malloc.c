@@ -126,7 +126,7 @@ static sl_cold void free_other_slow(void *p, uintptr_t e)
 
 void sl_free(void *p)
 {
-    if (likely(pagemap_is_block((uintptr_t)p)))
+    if (likely(pagemap_is_block_grain((uintptr_t)p)))
         return heap_free_block(p);
     free_other_slow(p, pagemap_get((uintptr_t)p));
 }
@@ -315,7 +315,7 @@ void sl_free_aligned_sized(void *p, size_t align, size_t size)
      * does; a mismatch, any other kind of memory, alignment above the
      * grain and checked mode take the full check below (so its messages,
      * a bad pointer before a wrong size, stay). */
-    if (likely(!sl_checked && align <= SL_GRAIN && size <= SL_SMALL_MAX && pagemap_is_block(a))) {
+    if (likely(!sl_checked && align <= SL_GRAIN && size <= SL_SMALL_MAX && pagemap_is_block_grain(a))) {
         uint32_t t = ld_relaxed(page_tag(a));
         if (likely(t && (t & ((1u << TAG_PAGE_SHIFT) - 1)) == size_class_small(size)))
             return heap_free_block(p);

@@ -66,6 +66,18 @@ sl_inline bool pagemap_is_block(uintptr_t a)
     return bit_test64(atomic_load_explicit(&pagemap_blocks[g >> 6], memory_order_acquire), g);
 }
 
+/* Is a a 16-byte aligned address inside a pageblock: what the small free
+ * fast path may take (heap_free_block)? The alignment is tested with the
+ * range, in one mask; a misaligned pointer goes to the slow path, which
+ * reports it. */
+sl_inline bool pagemap_is_block_grain(uintptr_t a)
+{
+    if (unlikely(a & (~(((uintptr_t)1 << PM_FLAT_BITS) - 1) | (SL_GRAIN - 1))))
+        return false;
+    uintptr_t g = a >> SL_BLOCK_SHIFT;
+    return bit_test64(atomic_load_explicit(&pagemap_blocks[g >> 6], memory_order_acquire), g);
+}
+
 /* The region an entry names (a block, a struct huge, a struct zero_zone). */
 sl_inline void *pagemap_region(uintptr_t e) { return (void *)(e & ~(uintptr_t)PM_KIND_MASK); }
 

@@ -161,7 +161,7 @@ sl_inline void **mag_end(struct heap *h, unsigned cls) { return &h->mag[class_ma
 sl_inline void **mag_mark(struct heap *h, unsigned cls) { return mag_end(h, cls) - class_mag_cap[cls] - 1; }
 sl_inline void mag_set(struct heap *h, unsigned cls, void **top)
 {
-    __atomic_store_n(&h->mag_top[cls], top, __ATOMIC_RELAXED);
+    st_relaxed64(&h->mag_top[cls], top);
 }
 sl_inline unsigned mag_count(struct heap *h, unsigned cls)
 {
@@ -261,17 +261,17 @@ bool heap_in_magazine(void *p);
  * or free it to its slab if the magazine is full. */
 sl_inline void heap_mag_push(struct heap *h, void *p, unsigned cls)
 {
-    void ***slot = &h->mag_top[cls]; /* one address for the load and the store */
-    void **top = *slot - 1;
+    void **top = h->mag_top[cls] - 1;
     if (unlikely(*top == MAG_LIMIT))
         return heap_free_mag_full_slow(h, p);
     *mag_cookie(p) = h->cookie;
     *top = p;
-    __atomic_store_n(slot, top, __ATOMIC_RELAXED); /* mag_set */
+    mag_set(h, cls, top);
     stat_add(h->stats, STAT_free_small, 1);
 }
 
-/* Free of memory inside a pageblock (the caller looked the pagemap up).
+/* Free of a 16-byte aligned address inside a pageblock (the caller looked
+ * the pagemap up and tested the alignment: pagemap_is_block_grain).
  * Small frees by the owning thread stay here, into the magazine. The page
  * tag is read first (the block's header is always mapped, so any address
  * in a block may read it): it says whose slab, and which class, p is of.
@@ -289,8 +289,6 @@ sl_inline void heap_free_block(void *p)
     _Atomic uint64_t *w = bitmap_word(a);
     uint64_t v = ld_relaxed(w);
     uintptr_t bit = a >> SL_GRAIN_SHIFT; /* mod 64: the bit in w */
-    if (unlikely(a & (SL_GRAIN - 1)))
-        return heap_free_block_slow(p);
     if (unlikely(!bit_test64(v, bit)))
         return heap_free_block_slow(p);
     unsigned cls = x & ((1u << TAG_PAGE_SHIFT) - 1);
