@@ -25,7 +25,8 @@
 #include "block.h"
 
 #define PCACHE_MAX_PAGES 64 /* runs of 1..64 pages (256 KiB) are cached per thread */
-#define PCACHE_DEPTH     8
+#define PCACHE_DEPTH     16 /* runs parked per length (page.c: pcache_fit) */
+#define PCACHE_SLAB_BATCH 4 /* slabs of one length taken per refill (one lock) */
 #define PCACHE_TYPES     2 /* PB_SLAB and PB_RUN */
 #define PCACHE_BUDGET    512 /* pages one thread may park: 2 MiB */
 #define PCACHE_FIT_DIV   4   /* a medium request may take a parked run up to 1/4 longer */
