@@ -487,8 +487,8 @@ static void *pcache_pop(struct page_cache *pc, int ct, unsigned n)
  * 789 instructions per replacement; page-heap refills halved. Runs of 4-7
  * pages (16-28 KiB) may take one page more too: with PCACHE_DEPTH 16 (was
  * 8), 4-32 KiB objects replaced at random (bench_sizes 0.5 3 less 0.25 3)
- * went from 336 to 284 instructions a replacement, page-heap refills from
- * 64,444 to 17,720 and drains from 16,406 to 2,172 (bench_sizes 1 3). */
+ * went from 336 to 282 instructions a replacement, page-heap refills from
+ * 64,444 to 17,593 and drains from 16,406 to 2,176 (bench_sizes 1 3). */
 static unsigned pcache_fit(struct page_cache *pc, int ct, unsigned n)
 {
     if (ct != 1 || n >= PCACHE_MAX_PAGES)
