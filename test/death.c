@@ -113,6 +113,30 @@ static void run_case(const char *name)
         p = sl_malloc(100000);
         sl_free(p);
         sl_free(p);
+    } else if (!strcmp(name, "realloc_freed_medium")) {
+        p = sl_malloc(100000); /* a run: its liveness is its head's recorded size */
+        sl_free(p);
+        sl_realloc(p, 100);
+    } else if (!strcmp(name, "usable_size_freed_medium")) {
+        p = sl_malloc(100000);
+        sl_free(p);
+        sl_usable_size(p);
+    } else if (!strcmp(name, "double_free_medium_stale_head")) {
+        /* a freed run's head inside a live run that grew over its pages
+         * in place (run tails are not rewritten): freeing b again must be
+         * reported, not taken for a live run */
+        char *a = sl_malloc(64 << 10), *b = sl_malloc(64 << 10);
+        for (int i = 0; i < 64 && b != a + (64 << 10); i++) {
+            a = b; /* the others stay live, so the block stays in use */
+            b = sl_malloc(64 << 10);
+        }
+        sl_free(b);
+        sl_purge(); /* the page cache back to the shared heap: b's pages free */
+        if (sl_realloc(a, 128 << 10) != a) {
+            fprintf(stderr, "precondition: run %p did not grow in place over %p\n", (void *)a, (void *)b);
+            _exit(3);
+        }
+        sl_free(b);
     } else if (!strcmp(name, "double_free_huge")) {
         p = sl_malloc(5u << 20);
         sl_free(p);
@@ -371,6 +395,9 @@ static const struct expect cases[] = {
     { "double_free_small", "sluice: double free of 0x" },
     { "double_free_medium", "sluice: double free of 0x" },
     { "double_free_huge", "sluice: double free of 0x" },
+    { "realloc_freed_medium", "sluice: realloc of freed memory at 0x" },
+    { "usable_size_freed_medium", "sluice: double free of 0x" },
+    { "double_free_medium_stale_head", "sluice: free of an interior pointer 0x" },
     { "double_free_remote", "sluice: double free of 0x" },
     { "double_free_remote_runs", "sluice: double free of 0x" },
     { "double_free_remote_batches", "sluice: double free of 0x" },

@@ -189,7 +189,7 @@ static struct chk_hdr *validate(uint8_t *p, const char *op, struct huge **hdp)
     bool placed = hd ? base == hd->base
                      : h->offset >= FRONT && h->offset <= SL_BLOCK / 2 &&
                            (uintptr_t)base >> SL_BLOCK_SHIFT == (uintptr_t)p >> SL_BLOCK_SHIFT &&
-                           bitmap_test((uintptr_t)base);
+                           block_live((uintptr_t)base);
     if (!placed) /* not a checked allocation's start, or one already released */
         sl_fatal(h->state == FREED ? "double free of" : "free of a pointer not returned by malloc, or a corrupted header, at",
                  p, "checked mode", (size_t)-1);

@@ -102,7 +102,7 @@ static bool checked_ptr(const void *p, uintptr_t e)
     if (!sl_checked)
         return false;
     if (e & PM_BLOCK)
-        return !bitmap_test((uintptr_t)p);
+        return !block_live((uintptr_t)p);
     return (e & PM_HUGE) && p != ((struct huge *)pagemap_region(e))->base;
 }
 
@@ -153,7 +153,7 @@ static size_t usable_checked(const void *p, const char *op)
     if (checked_ptr(p, e))
         return checked_usable(p);
     if (e & PM_BLOCK) {
-        if (!bitmap_test((uintptr_t)p) || heap_in_magazine((void *)p))
+        if (!block_live((uintptr_t)p) || heap_in_magazine((void *)p))
             heap_bad_free(p, e, op);
         return heap_usable_size((void *)p);
     }
@@ -215,7 +215,7 @@ void *sl_realloc(void *p, size_t n)
         return NULL;
     }
     /* the flat block bitmap, as sl_free: one load */
-    if (unlikely(!pagemap_is_block((uintptr_t)p) || !bitmap_test((uintptr_t)p)))
+    if (unlikely(!pagemap_is_block((uintptr_t)p) || !block_live((uintptr_t)p)))
         return realloc_huge_or_bad(p, pagemap_get((uintptr_t)p), n);
     struct page *head = page_head(page_of(p));
     if (likely(head->h.kind == PG_SLAB)) {

@@ -191,7 +191,7 @@ _Noreturn sl_cold void cache_wrong_free(unsigned id, struct slab *s, const void 
 void cache_free_id(unsigned id, void *p)
 {
     uintptr_t a = (uintptr_t)p, e = pagemap_get(a);
-    if ((e & PM_BLOCK) && bitmap_test(a)) {
+    if ((e & PM_BLOCK) && block_live(a)) {
         struct page *head = page_head(page_of(p));
         struct slab *s = head->h.kind == PG_SLAB ? slab_of_page(head) : NULL;
         if (s && s->cls == id)

@@ -5,7 +5,9 @@
  *   [0, 32 KiB)   512 page descriptors of 64 bytes (struct page). The slots of
  *                 the header pages themselves hold struct block instead.
  *   [32, 48 KiB)  live-object bitmap: one bit per 16-byte grain of the block,
- *                 set while an object (or run) starting there is allocated.
+ *                 set while a slab object starting there is allocated (a
+ *                 medium run's liveness is its head descriptor's run.req,
+ *                 so a run's malloc and free do not touch this line).
  *   [48, 50 KiB)  page tags: one 32-bit word per page, nonzero on the pages
  *                 of a malloc-class slab: its owner heap's tag | the page's
  *                 place in the slab << 6 | size class (the small free fast
@@ -25,8 +27,9 @@
  * pointer -> block by masking, -> descriptor by page index, -> head
  * descriptor through page.head (kept in every page of a slab; a medium run
  * marks its head page only, since only slab objects are looked up from
- * inside a run). The bitmap alone says whether an address is a
- * live allocation: interior, foreign and already-freed pointers all read 0.
+ * inside a run). block_live says whether an address is a live
+ * allocation: the bitmap for slab objects, the head descriptor for runs;
+ * interior, foreign and already-freed pointers all read as not live.
  *
  * Buddy: free chunks of 2^order pages (order 0..8), naturally aligned within
  * the block, on one doubly linked list per order (16-bit page indices). A
@@ -94,7 +97,9 @@ struct page {
         } free;
         uint8_t owner_area[56]; /* PG_SLAB: struct slab lives here */
         struct {
-            size_t req; /* PG_RUN, live: the size asked for (free_sized checks it) */
+            /* PG_RUN: the size asked for (free_sized checks it) while the
+             * run is live, 0 once it is freed (run_live) */
+            size_t req;
         } run;
     };
 };
@@ -147,6 +152,27 @@ sl_inline bool bitmap_test(uintptr_t a)
 {
     return !(a & (SL_GRAIN - 1)) && (ld_relaxed(bitmap_word(a)) & bitmap_bit(a));
 }
+/* A medium run has no live bit: it is live while the run.req of its head
+ * descriptor is nonzero. Its free exchanges req with 0 (one winner if two
+ * threads free it), so every head that is not live reads 0: a freed run
+ * parked in a page cache, and a stale head left inside another run (run
+ * tails are not rewritten). Slab pages are all rewritten (PG_SLAB,
+ * PG_TAIL), and a free chunk's head is PG_FREE. */
+sl_inline struct page *run_head_at(uintptr_t a)
+{
+    if (a & (SL_PAGE - 1))
+        return NULL;
+    struct page *pg = page_of((void *)a);
+    return pg->h.kind == PG_RUN && pg->h.head == page_index((void *)a) ? pg : NULL;
+}
+sl_inline bool run_live(uintptr_t a)
+{
+    struct page *pg = run_head_at(a);
+    return pg && __atomic_load_n(&pg->run.req, __ATOMIC_RELAXED);
+}
+/* Is a the start of a live allocation in a block (a slab object or a run)? */
+sl_inline bool block_live(uintptr_t a) { return bitmap_test(a) || run_live(a); }
+
 /* The remote-free bitmap word covering address a (same bit as the live
  * bitmap's). */
 sl_inline _Atomic uint64_t *rbitmap_word(uintptr_t a)

@@ -316,12 +316,18 @@ bool heap_in_magazine(void *p)
     return mag_holds(h, t & ((1u << TAG_PAGE_SHIFT) - 1), p);
 }
 
-static void run_free(void *p)
+/* Free of the run whose head descriptor is pg, at p (run_head_at): live
+ * while pg->run.req is nonzero (block.h); the exchange lets one of two
+ * racing frees through. A head that is not live is a double free, an
+ * interior pointer of another run at a stale head, or in checked mode one
+ * of its pointers. */
+static void run_free(void *p, struct page *pg)
 {
-    _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
-    uint64_t bit = bitmap_bit((uintptr_t)p);
-    if (!(atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed) & bit))
+    if (!__atomic_exchange_n(&pg->run.req, 0, __ATOMIC_RELAXED)) {
+        if (heap_checked_free)
+            return heap_checked_free(p);
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
+    }
     struct heap *h = tls_heap;
     heap_count(h, STAT_free_medium, 1);
     page_free(h == &heap_empty ? NULL : &h->pcache, p);
@@ -366,15 +372,15 @@ void heap_free_mag_full_slow(struct heap *h, void *p)
 void heap_free_block_now(void *p)
 {
     uintptr_t a = (uintptr_t)p;
+    struct page *run = run_head_at(a);
+    if (run)
+        return run_free(p, run);
     if (!bitmap_test(a)) {
         if (heap_checked_free) /* checked mode: its pointers have no live bit */
             return heap_checked_free(p);
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
     }
-    struct page *head = page_head(page_of(p));
-    if (head->h.kind == PG_RUN)
-        return run_free(p);
-    heap_free_object(slab_of_page(head), p);
+    heap_free_object(slab_of_page(page_head(page_of(p))), p);
 }
 
 void heap_free_block_slow(void *p)
@@ -415,8 +421,7 @@ void *heap_alloc_run(size_t size, size_t align, bool *clean)
     void *r = page_alloc(&h->pcache, PB_RUN, npages, align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1, PG_RUN, clean);
     if (!r)
         return NULL;
-    atomic_fetch_or_explicit(bitmap_word((uintptr_t)r), bitmap_bit((uintptr_t)r), memory_order_relaxed);
-    page_of(r)->run.req = size;
+    __atomic_store_n(&page_of(r)->run.req, size, __ATOMIC_RELAXED); /* live (run_live) */
     stat_add(h->stats, STAT_alloc_medium, 1);
     return r;
 }
@@ -437,11 +442,11 @@ bool heap_resize_run(void *p, size_t new_size)
     /* the common realloc of a growing buffer stays within its pages */
     if (npages != pg->h.npages && !page_resize(p, npages))
         return false;
-    pg->run.req = new_size;
+    __atomic_store_n(&pg->run.req, new_size, __ATOMIC_RELAXED);
     return true;
 }
 
-size_t heap_run_request(void *p) { return page_of(p)->run.req; }
+size_t heap_run_request(void *p) { return __atomic_load_n(&page_of(p)->run.req, __ATOMIC_RELAXED); }
 
 /* ---- misuse ------------------------------------------------------------ */
 

@@ -173,8 +173,8 @@ static void check_run(struct page *head, void *arg)
         return check_slab(slab_of_page(head), c);
     uintptr_t base = (uintptr_t)page_addr(head);
     size_t bits = bits_in(base, (size_t)head->h.npages << SL_PAGE_SHIFT);
-    if (bitmap_test(base)) {
-        if (bits != 1)
+    if (run_live(base)) {
+        if (bits)
             FAIL("medium run has live-object bits inside:", (void *)base, "bits", bits);
         if (parked_has(&c->parked, base))
             FAIL("live medium run is parked in a page cache:", (void *)base, NULL, 0);
@@ -322,7 +322,7 @@ static void count_run(struct page *head, void *arg)
 {
     size_t *bytes = arg;
     if (head->h.kind == PG_RUN) {
-        if (bitmap_test((uintptr_t)page_addr(head)))
+        if (run_live((uintptr_t)page_addr(head)))
             *bytes += (size_t)head->h.npages << SL_PAGE_SHIFT;
         return;
     }
