@@ -215,11 +215,14 @@ void *sl_realloc(void *p, size_t n)
         return NULL;
     }
     /* the flat block bitmap, as sl_free: one load */
-    if (unlikely(!pagemap_is_block((uintptr_t)p) || !block_live((uintptr_t)p)))
-        return realloc_huge_or_bad(p, pagemap_get((uintptr_t)p), n);
-    struct page *head = page_head(page_of(p));
-    if (likely(head->h.kind == PG_SLAB)) {
-        struct slab *s = slab_of_page(head);
+    uintptr_t a = (uintptr_t)p;
+    if (unlikely(!pagemap_is_block(a)))
+        return realloc_huge_or_bad(p, pagemap_get(a), n);
+    struct page *run = run_head_at(a); /* a run: its head, live while run.req is nonzero */
+    if (unlikely(run ? !__atomic_load_n(&run->run.req, __ATOMIC_RELAXED) : !bitmap_test(a)))
+        return realloc_huge_or_bad(p, pagemap_get(a), n);
+    if (likely(!run)) {
+        struct slab *s = slab_of_page(page_head(page_of(p)));
         if (unlikely(*mag_cookie(p) == heap_cookie) && heap_in_magazine(p)) /* freed */
             heap_bad_free(p, pagemap_get((uintptr_t)p), "realloc");
         if (n <= s->size && size_class(n) == s->cls) {
@@ -232,7 +235,7 @@ void *sl_realloc(void *p, size_t n)
         count_realloc(STAT_realloc_inplace);
         return p;
     }
-    return realloc_move(p, (size_t)head->h.npages << SL_PAGE_SHIFT, n);
+    return realloc_move(p, (size_t)run->h.npages << SL_PAGE_SHIFT, n);
 }
 
 void *sl_reallocarray(void *p, size_t n, size_t size)

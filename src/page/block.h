@@ -171,7 +171,7 @@ sl_inline bool run_live(uintptr_t a)
     return pg && __atomic_load_n(&pg->run.req, __ATOMIC_RELAXED);
 }
 /* Is a the start of a live allocation in a block (a slab object or a run)? */
-sl_inline bool block_live(uintptr_t a) { return bitmap_test(a) || run_live(a); }
+sl_inline bool block_live(uintptr_t a) { return run_live(a) || bitmap_test(a); }
 
 /* The remote-free bitmap word covering address a (same bit as the live
  * bitmap's). */
