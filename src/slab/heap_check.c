@@ -20,9 +20,9 @@
  *     class, with the cookie in its second word and no remote-free bit).
  *     Every page of a live malloc-class slab carries its owner's page tag
  *     and class; every other allocated page a zero tag. Only a slab's head
- *     page has the FULL bit in its remote summary. A slab with no owner and a run without
- *     its live bit must be parked in a page cache, with no bit set. A live
- *     run has one bit, at its start. (In a child forked while other
+ *     page has the FULL bit in its remote summary. A slab with no owner and a run that is
+ *     not live (run.req 0: block.h) must be parked in a page cache, with no
+ *     bit set. A live run has no bit either. (In a child forked while other
  *     threads ran, a run such a thread was freeing at that instant is
  *     stranded: neither live nor parked. That is tolerated there, and only
  *     there.)
@@ -78,7 +78,8 @@ struct ctx {
     size_t slabs_by_state[SLAB_NOTIFY + 1], listed_by_state[SLAB_NOTIFY + 1];
 };
 
-/* Live-object bits set in a run (whole pages: whole bitmap words). */
+/* Live-object bits set in a run's pages (whole pages: whole bitmap words);
+ * a run has none of its own, so any is a stray bit. */
 static size_t bits_in(uintptr_t base, size_t bytes)
 {
     size_t n = 0;
