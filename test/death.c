@@ -239,6 +239,11 @@ static void run_case(const char *name)
     } else if (!strcmp(name, "free_block_header")) {
         p = sl_malloc(64);
         sl_free((void *)((uintptr_t)p & ~(uintptr_t)((2u << 20) - 1)));
+    } else if (!strcmp(name, "free_block_header_page")) {
+        /* the header's pages: their descriptor slots hold the block's own
+         * record, which must never be read as a run's head */
+        p = sl_malloc(64);
+        sl_free((void *)(((uintptr_t)p & ~(uintptr_t)((2u << 20) - 1)) + 16 * 4096));
     } else if (!strcmp(name, "realloc_stack")) {
         sl_realloc((void *)stack_buf, 100);
     } else if (!strcmp(name, "realloc_freed")) {
@@ -418,6 +423,7 @@ static const struct expect cases[] = {
     { "free_interior_huge", "sluice: free of an interior pointer 0x" },
     { "free_random", "sluice: free of a pointer sluice did not allocate: 0x123456789a0" },
     { "free_block_header", "sluice: free of a pointer sluice did not allocate: 0x" },
+    { "free_block_header_page", "sluice: free of a pointer sluice did not allocate: 0x" },
     { "realloc_stack", "sluice: realloc of a pointer sluice did not allocate: 0x" },
     { "realloc_freed", "sluice: realloc of freed memory at 0x" },
     { "realloc_freed_other_thread", "sluice: realloc of freed memory at 0x" },

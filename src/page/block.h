@@ -157,10 +157,11 @@ sl_inline bool bitmap_test(uintptr_t a)
  * threads free it), so every head that is not live reads 0: a freed run
  * parked in a page cache, and a stale head left inside another run (run
  * tails are not rewritten). Slab pages are all rewritten (PG_SLAB,
- * PG_TAIL), and a free chunk's head is PG_FREE. */
+ * PG_TAIL), and a free chunk's head is PG_FREE. The header pages' slots
+ * hold struct block, whose bytes may read as anything: never a run. */
 sl_inline struct page *run_head_at(uintptr_t a)
 {
-    if (a & (SL_PAGE - 1))
+    if ((a & (SL_PAGE - 1)) || page_index((void *)a) < BLOCK_HEADER_PAGES)
         return NULL;
     struct page *pg = page_of((void *)a);
     return pg->h.kind == PG_RUN && pg->h.head == page_index((void *)a) ? pg : NULL;
