@@ -121,10 +121,9 @@ static void run_case(const char *name)
         p = sl_malloc(100000);
         sl_free(p);
         sl_usable_size(p);
-    } else if (!strcmp(name, "double_free_medium_stale_head")) {
-        /* a freed run's head inside a live run that grew over its pages
-         * in place (run tails are not rewritten): freeing b again must be
-         * reported, not taken for a live run */
+    } else if (!strcmp(name, "free_medium_grown_over")) {
+        /* a freed run's pages taken over by a live run that grew in
+         * place: freeing b again must be reported, not taken for a run */
         char *a = sl_malloc(64 << 10), *b = sl_malloc(64 << 10);
         for (int i = 0; i < 64 && b != a + (64 << 10); i++) {
             a = b; /* the others stay live, so the block stays in use */
@@ -402,7 +401,7 @@ static const struct expect cases[] = {
     { "double_free_huge", "sluice: double free of 0x" },
     { "realloc_freed_medium", "sluice: realloc of freed memory at 0x" },
     { "usable_size_freed_medium", "sluice: double free of 0x" },
-    { "double_free_medium_stale_head", "sluice: free of an interior pointer 0x" },
+    { "free_medium_grown_over", "sluice: free of an interior pointer 0x" },
     { "double_free_remote", "sluice: double free of 0x" },
     { "double_free_remote_runs", "sluice: double free of 0x" },
     { "double_free_remote_batches", "sluice: double free of 0x" },

@@ -154,11 +154,13 @@ sl_inline bool bitmap_test(uintptr_t a)
 }
 /* A medium run has no live bit: it is live while the run.req of its head
  * descriptor is nonzero. Its free exchanges req with 0 (one winner if two
- * threads free it), so every head that is not live reads 0: a freed run
- * parked in a page cache, and a stale head left inside another run (run
- * tails are not rewritten). Slab pages are all rewritten (PG_SLAB,
- * PG_TAIL), and a free chunk's head is PG_FREE. The header pages' slots
- * hold struct block, whose bytes may read as anything: never a run. */
+ * threads free it), so the only PG_RUN head that is not live, a freed run
+ * parked in a page cache, reads 0. A run given back to the buddy lists
+ * becomes a free chunk's head or tail (PG_FREE, PG_FREE_TAIL), a slab's
+ * pages are all rewritten (PG_SLAB, PG_TAIL), and a run's other pages
+ * never were heads since they were last free; so no page inside a live
+ * allocation reads as a run's head. The header pages' slots hold struct
+ * block, whose bytes may read as anything: never a run. */
 sl_inline struct page *run_head_at(uintptr_t a)
 {
     if ((a & (SL_PAGE - 1)) || page_index((void *)a) < BLOCK_HEADER_PAGES)

@@ -57,13 +57,17 @@ sl_inline uintptr_t pagemap_get(uintptr_t a)
 #define PM_FLAT_BITS 47 /* address bits the flat block bitmap covers */
 extern _Atomic uint64_t pagemap_blocks[(size_t)1 << (PM_FLAT_BITS - SL_BLOCK_SHIFT - 6)];
 
+/* The flat bitmap's bit for address a, which must be below 1 << PM_FLAT_BITS. */
+sl_inline bool pagemap_flat_test(uintptr_t a)
+{
+    uintptr_t g = a >> SL_BLOCK_SHIFT;
+    return bit_test64(atomic_load_explicit(&pagemap_blocks[g >> 6], memory_order_acquire), g);
+}
+
 /* Is a inside a pageblock (its entry PM_BLOCK)? */
 sl_inline bool pagemap_is_block(uintptr_t a)
 {
-    uintptr_t g = a >> SL_BLOCK_SHIFT;
-    if (unlikely(g >= (uintptr_t)1 << (PM_FLAT_BITS - SL_BLOCK_SHIFT)))
-        return false;
-    return bit_test64(atomic_load_explicit(&pagemap_blocks[g >> 6], memory_order_acquire), g);
+    return likely(a < (uintptr_t)1 << PM_FLAT_BITS) && pagemap_flat_test(a);
 }
 
 /* Is a a 16-byte aligned address inside a pageblock: what the small free
@@ -72,10 +76,7 @@ sl_inline bool pagemap_is_block(uintptr_t a)
  * reports it. */
 sl_inline bool pagemap_is_block_grain(uintptr_t a)
 {
-    if (unlikely(a & (~(((uintptr_t)1 << PM_FLAT_BITS) - 1) | (SL_GRAIN - 1))))
-        return false;
-    uintptr_t g = a >> SL_BLOCK_SHIFT;
-    return bit_test64(atomic_load_explicit(&pagemap_blocks[g >> 6], memory_order_acquire), g);
+    return likely(!(a & (~(((uintptr_t)1 << PM_FLAT_BITS) - 1) | (SL_GRAIN - 1)))) && pagemap_flat_test(a);
 }
 
 /* The region an entry names (a block, a struct huge, a struct zero_zone). */

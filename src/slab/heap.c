@@ -318,16 +318,12 @@ bool heap_in_magazine(void *p)
 
 /* Free of the run whose head descriptor is pg, at p (run_head_at): live
  * while pg->run.req is nonzero (block.h); the exchange lets one of two
- * racing frees through. A head that is not live is a double free, an
- * interior pointer of another run at a stale head, or in checked mode one
- * of its pointers. */
+ * racing frees through, and a head that is not live (a run parked in a
+ * page cache) is a double free. */
 static void run_free(void *p, struct page *pg)
 {
-    if (!__atomic_exchange_n(&pg->run.req, 0, __ATOMIC_RELAXED)) {
-        if (heap_checked_free)
-            return heap_checked_free(p);
+    if (!__atomic_exchange_n(&pg->run.req, 0, __ATOMIC_RELAXED))
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
-    }
     struct heap *h = tls_heap;
     heap_count(h, STAT_free_medium, 1);
     page_free(h == &heap_empty ? NULL : &h->pcache, p);
