@@ -1,5 +1,6 @@
-/* fork: while other threads allocate (never a deadlock, the child's heap
- * works); while other threads hold stdio locks and allocate under them
+/* fork: while another thread holds objects in its magazine (the child
+ * gets them back); while other threads allocate (never a deadlock, the
+ * child's heap works); while other threads hold stdio locks and allocate under them
  * (getline) and fflush(NULL) waits for those locks; from a signal handler
  * that interrupted an allocation; and, in a single-threaded process, from a
  * signal handler that interrupted fork itself (which stays possible only
@@ -7,6 +8,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +93,81 @@ static void test_fork_with_threads(void)
 }
 
 #define SIGNAL_FORKS 60
+/* The objects in another thread's magazine when the process forks: in
+ * the child they are free, but live in the bitmap (a magazine's objects
+ * keep their bits) and held by a magazine no thread of the child will pop.
+ * The child clears their bits and cookies when it orphans the heap, so the
+ * slab repair puts them back on their slab's free list, and a thread of
+ * the child that adopts the slab allocates them again. A fork orphan is
+ * never taken over whole, and only its partial slabs are adopted (an
+ * empty one is released): so the holder puts 62 objects of its first slab
+ * (one page of 64 objects of 64 bytes) in its magazine, fills the
+ * magazine, frees the slab's first object past it, which makes the slab
+ * partial, and keeps its last one. */
+#define MAG_OBJS  62
+#define MAG_CAP64 256 /* a magazine's room for 64-byte objects (size_class.h) */
+static char *mag_held[64 + MAG_CAP64];
+static _Atomic int mag_layout_ok;
+static sem_t mag_ready, mag_release;
+
+static void *magazine_holder(void *arg)
+{
+    (void)arg;
+    int n = 64 + MAG_CAP64;
+    for (int i = 0; i < n; i++)
+        mag_held[i] = sl_malloc(64);
+    int ok = 1;
+    for (int i = 1; i < 64; i++)
+        ok &= ((uintptr_t)mag_held[i] >> 12) == ((uintptr_t)mag_held[0] >> 12);
+    mag_layout_ok = ok && ((uintptr_t)mag_held[64] >> 12) != ((uintptr_t)mag_held[0] >> 12);
+    for (int i = 1; i <= MAG_OBJS; i++)
+        sl_free(mag_held[i]); /* the first slab's 62 */
+    for (int i = 64; i < 64 + MAG_CAP64 - MAG_OBJS; i++)
+        sl_free(mag_held[i]); /* others: the magazine is full */
+    sl_free(mag_held[0]);     /* past the magazine: the first slab is partial */
+    sem_post(&mag_ready);
+    sem_wait(&mag_release); /* alive across the fork */
+    sl_free(mag_held[63]);
+    for (int i = 64 + MAG_CAP64 - MAG_OBJS; i < n; i++)
+        sl_free(mag_held[i]);
+    return NULL;
+}
+
+static void *magazine_taker(void *arg)
+{
+    int *found = arg;
+    for (int k = 0; k < 2 * MAG_OBJS; k++) {
+        char *p = sl_malloc(64);
+        for (int i = 1; i <= MAG_OBJS; i++)
+            *found += p == mag_held[i];
+    }
+    return NULL;
+}
+
+static void test_fork_magazine_returns(void)
+{
+    sem_init(&mag_ready, 0, 0);
+    sem_init(&mag_release, 0, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, magazine_holder, NULL);
+    sem_wait(&mag_ready);
+    CHECK(mag_layout_ok); /* the first 64 objects were one slab, the 65th another */
+    pid_t pid = fork();
+    if (pid == 0) {
+        int found = 0;
+        pthread_t c; /* a new heap: adopts the orphan's partial slab */
+        pthread_create(&c, NULL, magazine_taker, &found);
+        pthread_join(c, NULL);
+        if (found != MAG_OBJS)
+            fprintf(stderr, "child: %d of the %d objects of the magazine came back\n", found, MAG_OBJS);
+        _exit(found != MAG_OBJS || sl_check());
+    }
+    int rc = wait_child(pid);
+    sem_post(&mag_release);
+    pthread_join(t, NULL);
+    CHECK_EQ(rc, 0);
+}
+
 static volatile sig_atomic_t forks_done;
 static pid_t fork_pids[SIGNAL_FORKS];
 
@@ -315,6 +392,8 @@ int main(int argc, char **argv)
         return single_threaded_main();
     setvbuf(stdout, NULL, _IONBF, 0); /* progress shows where a hang was */
     test_single_threaded_nested_fork("/proc/self/exe");
+    test_fork_magazine_returns(); /* first: no other orphans yet */
+    printf("fork with a magazine held: done\n");
     test_fork_with_threads();
     printf("fork with threads: done\n");
     test_fork_in_signal_handler();
