@@ -145,6 +145,8 @@ void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind 
     pg[first].h.kind = (uint8_t)kind;
     pg[first].h.head = (uint16_t)first;
     pg[first].h.npages = n;
+    if (kind == PG_RUN)
+        pg[first].run.parked = false; /* the slot may hold a slab's bytes */
     if (kind != PG_SLAB)
         return; /* only slab objects are looked up from inside a run */
     for (unsigned i = first + 1; i < first + n; i++) {

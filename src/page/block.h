@@ -100,6 +100,12 @@ struct page {
             /* PG_RUN: the size asked for (free_sized checks it) while the
              * run is live, 0 once it is freed (run_live) */
             size_t req;
+            /* a freed run parked in the shared run cache (runcache.c),
+             * page heap lock: its length's list, newest first, and the
+             * list of all parked runs by age */
+            struct page *next, *prev, *younger, *older;
+            uint64_t parked_ms; /* when it was parked */
+            bool parked;        /* in the shared run cache (block_mark_run clears it) */
         } run;
     };
 };

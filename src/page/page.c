@@ -153,6 +153,8 @@ static size_t release_free_blocks_locked(size_t keep)
 size_t page_release_free_blocks(bool all)
 {
     lock_acquire(&heap.lock); /* beside the mmap that follows, nothing */
+    if (all) /* a mapping was refused: parked runs may keep blocks from coming free */
+        runcache_flush();
     size_t n = release_free_blocks_locked(all ? 0 : free_blocks_keep());
     heap_unlock();
     return n;
@@ -385,12 +387,18 @@ static struct block *block_fallback(enum pb_type type, unsigned order)
 }
 
 /* Find a block of `type` with a free chunk of `order`, in the order of
- * page.h. Lock held. */
+ * page.h, the shared run cache flushed before anything past step 1. Lock
+ * held. */
 static struct block *find_block(enum pb_type type, unsigned order)
 {
     struct block *b = find_in_type(type, order);
     if (b)
         return b;
+    /* parked runs go back to the buddy lists, oldest first, until one
+     * merges into a chunk that fits (runcache.c) */
+    while (runcache_flush_oldest())
+        if ((b = find_in_type(type, order)))
+            return b;
     if (heap.free_blocks) {
         b = heap.free_blocks;
         list_unlink(b);
@@ -413,6 +421,9 @@ static struct block *find_block(enum pb_type type, unsigned order)
  * whether every page of it is known to read as zero. Lock held. */
 static void *take_locked(enum pb_type type, unsigned n, unsigned align_order, enum page_kind kind, bool *clean)
 {
+    void *r;
+    if (kind == PG_RUN && !align_order && (r = runcache_take(n)))
+        return r; /* dirty: *clean stays false */
     unsigned order = log2_ceil(n);
     if (order < align_order)
         order = align_order;
@@ -433,8 +444,9 @@ static void *take_locked(enum pb_type type, unsigned n, unsigned align_order, en
     return (uint8_t *)b + ((size_t)idx << SL_PAGE_SHIFT);
 }
 
-/* Give a run back; its pages are in state st (dirty unless just purged). */
-static void give_locked(void *run, enum page_state st)
+/* Give a run back to the buddy lists; its pages are in state st (dirty
+ * unless just purged). */
+void run_give_locked(void *run, enum page_state st)
 {
     struct page *pg = page_of(run);
     struct block *b = block_of(run);
@@ -442,6 +454,14 @@ static void give_locked(void *run, enum page_state st)
     block_give(b, first, n);
     pages_put(b, first, n, st);
     relink(b);
+}
+
+/* A freed run leaves the thread: parked whole in the shared run cache, or
+ * back to the buddy lists, dirty. Lock held. */
+static void release_locked(void *run)
+{
+    if (!runcache_park(run))
+        run_give_locked(run, PS_DIRTY);
 }
 
 /* Which stack of the page cache a run of head kind `kind` in a block of
@@ -579,11 +599,11 @@ static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned bud
     if (n) {
         unsigned keep = pc->count[ct][n] / 2;
         while (pc->count[ct][n] > keep)
-            give_locked(pcache_pop(pc, ct, n), PS_DIRTY);
+            release_locked(pcache_pop(pc, ct, n));
     }
     while (pc->pages > budget) { /* the largest parked run of either stack type */
         int t = pc->nonempty[1] > pc->nonempty[0]; /* the larger mask has the higher top bit */
-        give_locked(pcache_pop(pc, t, log2_floor(pc->nonempty[t]) + 1), PS_DIRTY);
+        release_locked(pcache_pop(pc, t, log2_floor(pc->nonempty[t]) + 1));
     }
     heap_unlock();
     if (pc->stats)
@@ -617,11 +637,13 @@ void page_free(struct page_cache *pc, void *run)
     }
     /* purging at once (SLUICE_DIRTY_DECAY_MS=0): advise before the pages
      * are free, outside the lock */
-    enum page_state st = PS_DIRTY;
-    if (purge_at_once())
-        st = purge_range(run, (size_t)n << SL_PAGE_SHIFT);
+    bool at_once = purge_at_once();
+    enum page_state st = at_once ? purge_range(run, (size_t)n << SL_PAGE_SHIFT) : PS_DIRTY;
     lock_acquire(&heap.lock);
-    give_locked(run, st);
+    if (at_once)
+        run_give_locked(run, st);
+    else
+        release_locked(run);
     heap_unlock();
     purge_maybe();
 }
@@ -667,11 +689,20 @@ void page_gauges(struct page_gauges *g)
                 g->free_pages += b->free_pages;
     }
     g->free_pages += heap.nfree_blocks * BLOCK_USABLE_PAGES;
-    g->dirty_pages = heap.dirty_pages;
+    g->parked_pages = runcache_pages(); /* free and dirty, though not the buddy's */
+    g->free_pages += g->parked_pages;
+    g->dirty_pages = heap.dirty_pages + g->parked_pages;
     g->lazy_pages = heap.lazy_pages;
     g->budget = heap.budget;
     g->thp_blocks = heap.thp_blocks;
     g->thp_dirty_pages = heap.thp_dirty_pages;
+    heap_unlock();
+}
+
+void page_runcache_flush(void)
+{
+    lock_acquire(&heap.lock);
+    runcache_flush();
     heap_unlock();
 }
 

@@ -1,10 +1,16 @@
 /* page.h — the page layer: runs of pages from typed pageblocks, behind
- * small per-thread page caches (the kernel's per-CPU page lists).
+ * small per-thread page caches (the kernel's per-CPU page lists) and, for
+ * medium runs, the shared run cache (runcache.c), where runs that leave a
+ * thread are parked whole, uncoalesced, for the next request of their
+ * length (lazy coalescing).
  *
  * The shared page heap keeps, per pageblock type, lists of blocks bucketed
  * by how many pages they have free; wholly free blocks sit on their own list
  * (type PB_FREE). Allocation order for type t (the fallback table in page.c):
- *   1. t's own blocks, fullest bucket first (sparse blocks drain)
+ *   0. a medium run: one parked in the shared run cache
+ *   1. t's own blocks, fullest bucket first (sparse blocks drain); then
+ *      the parked runs, oldest first, back to the buddy lists until one
+ *      merges into a chunk that fits
  *   2. a whole free pageblock, re-typed to t
  *   3. a new pageblock from the OS, while the heap is within its budget
  *      (page_set_budget: SLUICE_HEAP_LIMIT, or the cgroup's limit)
@@ -50,6 +56,9 @@ void page_free(struct page_cache *pc, void *run);
 /* Grow or shrink an allocated run in place; false if it cannot grow. */
 bool page_resize(void *run, size_t new_npages);
 void page_cache_drain(struct page_cache *pc);
+/* Give every run parked in the shared run cache (runcache.c) back to the
+ * buddy lists, so they may merge (a watermark boost). */
+void page_runcache_flush(void);
 /* A fork child: forget a cache its thread may have left mid-push (its runs
  * stay mapped, unused, in this process) rather than trust it. */
 void page_cache_forget(struct page_cache *pc);
@@ -63,6 +72,7 @@ void page_set_budget(size_t bytes);
 /* Gauges for the stats, taken under the lock. */
 struct page_gauges {
     size_t blocks, free_blocks, free_pages, dirty_pages, lazy_pages, budget, thp_blocks, thp_dirty_pages;
+    size_t parked_pages; /* of free_pages and dirty_pages, in the shared run cache */
     size_t blocks_by_type[PB_NTYPES];
 };
 void page_gauges(struct page_gauges *g);
@@ -78,7 +88,8 @@ void page_purge_decay(uint64_t now_ms, bool force);
  * stats; returns the state the pages are in now (PS_DIRTY if refused). */
 enum page_state page_advise(void *p, size_t bytes, enum page_state to);
 void page_purge_all(void);
-/* Unmap the wholly free pageblocks, all of them or those beyond the number
+/* Unmap the wholly free pageblocks, all of them (the shared run cache's
+ * parked runs given back first) or those beyond the number
  * kept, but those a hugepage pass has pinned (they decay once it is done):
  * a new huge mapping takes back those beyond the number kept first (memory
  * that the pageblocks would keep resident until their decay), and a

@@ -13,7 +13,9 @@
  *   - lazy commit: every run lies in the committed part, every page past
  *     it is clean;
  *   - the block lists: each block on exactly the list its free pages call
- *     for (relink), of its type; the purge list; the global block counts.
+ *     for (relink), of its type; the purge list; the global block counts;
+ *   - the shared run cache (runcache_check): every run the walk finds
+ *     parked is on its lists, and only those.
  * Each allocated run is handed to `run` for the layer above to check.
  */
 #include "../base/fatal.h"
@@ -26,6 +28,7 @@ struct walk {
     void (*run)(struct page *head, void *arg);
     void *arg;
     size_t blocks, free_blocks, by_type[PB_NTYPES], on_list[PB_NTYPES][NBUCKETS], purge, dirty, lazy, active;
+    size_t parked, parked_pages; /* runs in the shared run cache (runcache.c) */
 };
 
 static unsigned popcount_map(const uint64_t *m)
@@ -81,7 +84,12 @@ static void check_block(struct block *b, struct walk *w)
                 if (h->kind == PG_SLAB && j > i && (pg[j].h.kind != PG_TAIL || pg[j].h.head != i))
                     FAIL("slab page not marked as its tail in block", b, "page", j);
             }
-            w->active += n;
+            if (h->kind == PG_RUN && pg[i].run.parked) {
+                w->parked++;
+                w->parked_pages += n;
+            } else {
+                w->active += n;
+            }
             w->run(&pg[i], w->arg);
             i += n;
         } else {
@@ -176,8 +184,9 @@ void page_check(void (*run)(struct page *head, void *arg), void *arg)
         FAIL("purge list misses blocks: counted", NULL, "blocks", n);
     if (w.dirty != ld_relaxed(&heap.dirty_pages) || w.lazy != ld_relaxed(&heap.lazy_pages))
         FAIL("global dirty or lazy page count wrong: counted", NULL, "dirty pages", w.dirty);
-    if (w.active != ld_relaxed(&heap.active_pages))
+    if (w.active != ld_relaxed(&heap.active_pages) || w.parked_pages != runcache_pages())
         FAIL("global active page count wrong: counted", NULL, "active pages", w.active);
+    runcache_check(w.parked);
     lock_release(&heap.lock);
     lock_release(purge_fork_lock());
 }

@@ -50,6 +50,29 @@ size_t free_blocks_keep(void);
 /* Make pages [0, end) of b read-write (lazy commit); false if refused. */
 bool block_commit(struct block *b, unsigned end);
 
+/* Give a run back to the buddy lists; its pages are in state st. */
+void run_give_locked(void *run, enum page_state st);
+
+/* runcache.c: the shared run cache (lock held but for runcache_pages) */
+#define RC_MAX_PAGES 256 /* the longest medium run: 1 MiB */
+/* Park a freed run; false if it is not one to park (the caller gives it
+ * to the buddy lists). Past the cap the oldest parked runs go there. */
+bool runcache_park(void *run);
+/* A parked run of n to n + n / PCACHE_FIT_DIV pages, taken out, or NULL. */
+void *runcache_take(unsigned n);
+/* The oldest parked run back to the buddy lists, dirty; false if none. */
+bool runcache_flush_oldest(void);
+/* Every parked run back to the buddy lists, dirty; returns how many. */
+size_t runcache_flush(void);
+/* Take out up to max runs parked at or before cutoff_ms, oldest first,
+ * until max_pages pages are taken: the purge layer advises them outside
+ * the lock and gives them back (run_give_locked). Returns how many. */
+unsigned runcache_take_old(uint64_t cutoff_ms, size_t max_pages, void **out, unsigned max);
+size_t runcache_pages(void); /* pages parked (no lock needed) */
+/* sl_check: the lists and counts; parked_seen is how many parked heads
+ * the walk of the blocks found. */
+void runcache_check(size_t parked_seen);
+
 /* hugify.c */
 /* b's thp flag; keeps thp_blocks and thp_dirty_pages right. */
 void block_set_thp(struct block *b, bool on);
@@ -69,8 +92,11 @@ void pages_put(struct block *b, unsigned first, unsigned n, enum page_state st);
 bool pages_take(struct block *b, unsigned first, unsigned n);
 /* Every free page of b is now dirty (a collapse made them resident). */
 void pages_all_dirty(struct block *b);
-/* Dirty pages a purge may take: those outside dense hugepages. */
+/* Dirty pages a purge may take: those outside dense hugepages, and the
+ * parked runs of the shared run cache. */
 size_t purgeable_dirty(void);
+/* The most dirty pages kept: an eighth of the active pages, at least 2 MiB. */
+size_t purge_dirty_cap(void);
 /* Wake the reclaimer; false if there is none. */
 bool purge_kick_reclaimer(void);
 /* Outside the lock: enforce the dirty cap and run a due decay pass. */

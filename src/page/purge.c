@@ -131,7 +131,10 @@ void pages_all_dirty(struct block *b)
             state_set(b, i, 1u << o, PS_DIRTY);
 }
 
-size_t purgeable_dirty(void) { return ld_relaxed(&heap.dirty_pages) - ld_relaxed(&heap.thp_dirty_pages); }
+size_t purgeable_dirty(void)
+{
+    return ld_relaxed(&heap.dirty_pages) - ld_relaxed(&heap.thp_dirty_pages) + runcache_pages();
+}
 
 bool purge_kick_reclaimer(void) { return kick_hook && kick_hook(); }
 
@@ -287,6 +290,44 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
     return done;
 }
 
+/* The shared run cache's part: move up to max_pages pages of runs parked
+ * at or before cutoff_ms, oldest first, to state `to`, and give them to
+ * the buddy lists; returns the pages moved. wait: as purge_spans. */
+static size_t purge_parked(enum page_state to, uint64_t cutoff_ms, size_t max_pages, bool wait)
+{
+    size_t done = 0;
+    if (wait)
+        lock_acquire(&purge_lock);
+    else if (!lock_try(&purge_lock))
+        return 0;
+    while (done < max_pages && runcache_pages()) {
+        void *runs[PURGE_BATCH];
+        enum page_state got[PURGE_BATCH];
+        lock_acquire(&heap.lock);
+        unsigned k = runcache_take_old(cutoff_ms, max_pages - done, runs, PURGE_BATCH);
+        heap_unlock();
+        if (!k)
+            break;
+        bool refused = false;
+        for (unsigned i = 0; i < k; i++) { /* the runs are ours until given back */
+            struct page *pg = page_of(runs[i]);
+            unsigned first = (unsigned)(pg - block_pages(block_of(runs[i]))), n = pg->h.npages;
+            got[i] = page_advise(runs[i], (size_t)n << SL_PAGE_SHIFT, to);
+            refused |= got[i] == PS_DIRTY;
+            trim_bitmap(block_of(runs[i]), first, n);
+            done += n;
+        }
+        lock_acquire(&heap.lock);
+        for (unsigned i = 0; i < k; i++)
+            run_give_locked(runs[i], got[i]);
+        heap_unlock();
+        if (refused)
+            break;
+    }
+    lock_release(&purge_lock);
+    return done;
+}
+
 static enum page_state purge_target(void) { return sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN; }
 
 /* The decay period: a quarter of the shorter decay, 10 ms to 1 s. */
@@ -297,7 +338,7 @@ static uint64_t decay_tick_ms(void)
     return t < 10 ? 10 : t > 1000 ? 1000 : (uint64_t)t;
 }
 
-static size_t dirty_cap(void)
+size_t purge_dirty_cap(void)
 {
     size_t cap = ld_relaxed(&heap.active_pages) / DIRTY_RATIO;
     return cap < DIRTY_MIN_PAGES ? DIRTY_MIN_PAGES : cap;
@@ -308,8 +349,11 @@ static size_t dirty_cap(void)
  * dirty pages within milliseconds; purging them only costs madvise calls). */
 static void enforce_cap(size_t dirty, size_t cap, uint64_t cutoff_ms, bool wait)
 {
-    if (dirty > cap)
-        purge_spans(PS_DIRTY, purge_target(), cutoff_ms, dirty - cap, wait);
+    if (dirty <= cap)
+        return;
+    size_t done = purge_spans(PS_DIRTY, purge_target(), cutoff_ms, dirty - cap, wait);
+    if (done < dirty - cap) /* parked runs last: they are the ones reused whole */
+        purge_parked(purge_target(), cutoff_ms, dirty - cap - done, wait);
 }
 
 static void decay(uint64_t now, bool force, bool wait)
@@ -318,12 +362,14 @@ static void decay(uint64_t now, bool force, bool wait)
         return;
     uint64_t dd = (uint64_t)sl_opt.dirty_decay_ms, ld = (uint64_t)sl_opt.lazy_decay_ms;
     if (force) { /* memory pressure: straight to clean */
+        purge_parked(PS_CLEAN, UINT64_MAX, SIZE_MAX, wait);
         purge_spans(PS_DIRTY, PS_CLEAN, UINT64_MAX, SIZE_MAX, wait);
         purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, wait);
         return;
     }
     purge_spans(PS_DIRTY, purge_target(), now >= dd ? now - dd : 0, SIZE_MAX, wait);
-    enforce_cap(purgeable_dirty(), dirty_cap(), now - decay_tick_ms(), wait);
+    purge_parked(purge_target(), now >= dd ? now - dd : 0, SIZE_MAX, wait);
+    enforce_cap(purgeable_dirty(), purge_dirty_cap(), now - decay_tick_ms(), wait);
     if (sl_opt.purge == PURGE_FREE)
         purge_spans(PS_LAZY, PS_CLEAN, now >= ld ? now - ld : 0, SIZE_MAX, wait);
 }
@@ -336,7 +382,7 @@ bool page_purge_pending(void) { return purgeable_dirty() || ld_relaxed(&heap.laz
 
 void page_purge_all(void)
 {
-    page_release_free_blocks(true);
+    page_release_free_blocks(true); /* the parked runs too */
     purge_spans(PS_DIRTY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
     purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
 }
@@ -353,7 +399,7 @@ static void burst_in_thread(size_t dirty)
         !atomic_compare_exchange_strong_explicit(&last_burst_ms, &last, now, memory_order_relaxed,
                                                  memory_order_relaxed))
         return;
-    enforce_cap(dirty, dirty_cap(), UINT64_MAX, false);
+    enforce_cap(dirty, purge_dirty_cap(), UINT64_MAX, false);
 }
 
 /* The hook says false while the reclaimer should wait (a program that is
@@ -381,7 +427,7 @@ void purge_maybe(void)
     size_t dirty = purgeable_dirty();
     if (purge_at_once())
         enforce_cap(dirty, 0, UINT64_MAX, true);
-    else if (dirty > DIRTY_BURST * dirty_cap() && !(kick_hook && kick_hook()))
+    else if (dirty > DIRTY_BURST * purge_dirty_cap() && !(kick_hook && kick_hook()))
         burst_in_thread(dirty);
     if (!dirty && !ld_relaxed(&heap.lazy_pages))
         return;

@@ -105,6 +105,7 @@ bool boost_run(void)
     if (shrink)
         cache_reclaim_all(deficit * SL_BLOCK);
     if (pass || shrink) {
+        page_runcache_flush(); /* parked runs merge back: blocks may come free */
         page_boost_ask_owners();
         heap_reclaim_orphans();
         stat_add_shared(STAT_boost_runs, 1);

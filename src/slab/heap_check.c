@@ -21,8 +21,8 @@
  *     Every page of a live malloc-class slab carries its owner's page tag
  *     and class; every other allocated page a zero tag. Only a slab's head
  *     page has the FULL bit in its remote summary. A slab with no owner and a run that is
- *     not live (run.req 0: block.h) must be parked in a page cache, with no
- *     bit set. A live run has no bit either. (In a child forked while other
+ *     not live (run.req 0: block.h) must be parked in a page cache (a run:
+ *     or in the shared run cache, page/runcache.c), with no bit set. A live run has no bit either. (In a child forked while other
  *     threads ran, a run such a thread was freeing at that instant is
  *     stranded: neither live nor parked. That is tolerated there, and only
  *     there.)
@@ -179,8 +179,10 @@ static void check_run(struct page *head, void *arg)
             FAIL("medium run has live-object bits inside:", (void *)base, "bits", bits);
         if (parked_has(&c->parked, base))
             FAIL("live medium run is parked in a page cache:", (void *)base, NULL, 0);
-    } else if (bits || (!parked_has(&c->parked, base) && !(c->forked && ++c->stranded))) {
+    } else if (bits || (!head->run.parked && !parked_has(&c->parked, base) && !(c->forked && ++c->stranded))) {
         FAIL("medium run neither live nor parked in a page cache:", (void *)base, "pages", head->h.npages);
+    } else if (head->run.parked && parked_has(&c->parked, base)) {
+        FAIL("medium run parked in a thread's page cache and the shared one:", (void *)base, NULL, 0);
     }
 }
 

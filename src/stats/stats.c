@@ -31,6 +31,7 @@ stat_counters stats_global;
     X(active_bytes, "bytes in pages of pageblocks handed out (slabs, runs)")  \
     X(dirty_bytes, "free bytes still resident, not advised")                  \
     X(dirty_thp_bytes, "of them, in dense hugepage pageblocks: kept resident") \
+    X(parked_bytes, "of them, runs parked whole in the shared run cache")     \
     X(lazy_bytes, "free bytes advised MADV_FREE (the kernel may take them)")  \
     X(clean_bytes, "free bytes that read as zero (DONTNEED or untouched)")    \
     X(huge_live_bytes, "bytes in live huge mappings")                         \
@@ -84,6 +85,7 @@ static void gauges(uint64_t g[GAUGE_COUNT], bool smaps)
     g[GAUGE_active_bytes] = ((uint64_t)pg.blocks * BLOCK_USABLE_PAGES - pg.free_pages) << SL_PAGE_SHIFT;
     g[GAUGE_dirty_bytes] = ((uint64_t)pg.dirty_pages << SL_PAGE_SHIFT) + hg.dirty_bytes;
     g[GAUGE_dirty_thp_bytes] = (uint64_t)pg.thp_dirty_pages << SL_PAGE_SHIFT;
+    g[GAUGE_parked_bytes] = (uint64_t)pg.parked_pages << SL_PAGE_SHIFT;
     g[GAUGE_lazy_bytes] = ((uint64_t)pg.lazy_pages << SL_PAGE_SHIFT) + hg.lazy_bytes;
     g[GAUGE_clean_bytes] = ((uint64_t)(pg.free_pages - pg.dirty_pages - pg.lazy_pages) << SL_PAGE_SHIFT) +
                            (hg.cached_bytes - hg.dirty_bytes - hg.lazy_bytes);

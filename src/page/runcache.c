@@ -1,0 +1,209 @@
+/* runcache.c — the shared run cache: freed medium runs parked whole, per
+ * length, instead of going back to the buddy lists (lazy coalescing, as
+ * the kernel's per-CPU page lists hold pages back from the buddy).
+ *
+ * A medium run that leaves a thread's page cache (a drain, a thread's
+ * exit, a free with no cache) is parked here under the page heap lock,
+ * and a later request of its length, or a little shorter (the run at most
+ * a quarter longer than asked for, PCACHE_FIT_DIV), takes it back whole: the same pages, at the same
+ * address, already faulted in, with no buddy split or merge. Given back
+ * to the buddy instead, a run's pages come out again at other offsets of
+ * other chunks, so a program that replaces buffers of varied sizes
+ * touches (faults in) its whole footprint over time.
+ *
+ * Invariants (page heap lock; checked by runcache_check):
+ *   - a parked run is an allocated run of the buddy's (head PG_RUN, run.req
+ *     0: not live, run.parked set) of at most RC_MAX_PAGES pages, in a
+ *     block of type PB_RUN (any type with SLUICE_ANTIFRAG=0), on exactly
+ *     one length list (newest first) and on the age list;
+ *   - its pages count neither as active nor as the buddy's free pages; they
+ *     are dirty free memory for the purge layer: they count against the
+ *     dirty cap, and decay like dirty pages (purge.c takes them back
+ *     oldest first, advises them and gives them to the buddy);
+ *   - at most the dirty cap (purge_dirty_cap) is parked: past it the
+ *     oldest run goes back to the buddy lists, still dirty;
+ *   - nothing is parked while a type short of room would take a new
+ *     pageblock, a whole free one or another type's piece: the cache is
+ *     flushed first (page.c, find_block), so parked runs never cause a
+ *     fragmentation event; a boost flushes it too.
+ */
+#include "../base/fatal.h"
+#include "../options/options.h"
+#include "../os/os.h"
+#include "page_heap.h"
+
+#define RC_WORDS (RC_MAX_PAGES / 64)
+
+static struct {
+    struct page *head[RC_MAX_PAGES + 1]; /* by length: newest first */
+    uint64_t nonempty[RC_WORDS];         /* bit n - 1: head[n] != NULL */
+    struct page *oldest, *newest;        /* every parked run, by age */
+    size_t runs;
+    _Atomic size_t pages; /* read without the lock by the purge layer */
+} rc;
+
+size_t runcache_pages(void) { return ld_relaxed(&rc.pages); }
+
+static void set_nonempty(unsigned n, bool on)
+{
+    uint64_t bit = 1ull << ((n - 1) % 64);
+    rc.nonempty[(n - 1) / 64] = on ? rc.nonempty[(n - 1) / 64] | bit : rc.nonempty[(n - 1) / 64] & ~bit;
+}
+
+static void unlink_run(struct page *pg)
+{
+    unsigned n = pg->h.npages;
+    if (pg->run.prev)
+        pg->run.prev->run.next = pg->run.next;
+    else if (!(rc.head[n] = pg->run.next))
+        set_nonempty(n, false);
+    if (pg->run.next)
+        pg->run.next->run.prev = pg->run.prev;
+    if (pg->run.younger)
+        pg->run.younger->run.older = pg->run.older;
+    else
+        rc.newest = pg->run.older;
+    if (pg->run.older)
+        pg->run.older->run.younger = pg->run.younger;
+    else
+        rc.oldest = pg->run.younger;
+    pg->run.parked = false;
+    rc.runs--;
+    st_relaxed(&rc.pages, ld_relaxed(&rc.pages) - n);
+    st_relaxed(&heap.active_pages, ld_relaxed(&heap.active_pages) + n); /* handed out again */
+}
+
+bool runcache_park(void *run)
+{
+    struct page *pg = page_of(run);
+    unsigned n = pg->h.npages;
+    if (pg->h.kind != PG_RUN || n > RC_MAX_PAGES || purge_at_once() ||
+        (block_of(run)->type != PB_RUN && sl_opt.antifrag))
+        return false;
+    size_t cap = purge_dirty_cap();
+    while (rc.oldest && ld_relaxed(&rc.pages) + n > cap) { /* the oldest goes back to the buddy, dirty */
+        struct page *old = rc.oldest;
+        unlink_run(old);
+        run_give_locked(page_addr(old), PS_DIRTY);
+        stat_add(stats_global, STAT_runcache_flush, 1);
+    }
+    if (n > cap)
+        return false;
+    pg->run.parked = true;
+    pg->run.parked_ms = os_now_ms();
+    pg->run.prev = NULL;
+    if ((pg->run.next = rc.head[n]))
+        rc.head[n]->run.prev = pg;
+    else
+        set_nonempty(n, true);
+    rc.head[n] = pg;
+    pg->run.younger = NULL;
+    if ((pg->run.older = rc.newest))
+        rc.newest->run.younger = pg;
+    else
+        rc.oldest = pg;
+    rc.newest = pg;
+    rc.runs++;
+    st_relaxed(&rc.pages, ld_relaxed(&rc.pages) + n);
+    st_relaxed(&heap.active_pages, ld_relaxed(&heap.active_pages) - n);
+    return true;
+}
+
+/* The shortest non-empty length in [n, hi], or 0. */
+static unsigned shortest_from(unsigned n, unsigned hi)
+{
+    for (unsigned w = (n - 1) / 64; w < RC_WORDS && w * 64 < hi; w++) {
+        uint64_t m = rc.nonempty[w];
+        if (w == (n - 1) / 64)
+            m &= ~0ull << ((n - 1) % 64);
+        if (m) {
+            unsigned len = w * 64 + (unsigned)__builtin_ctzll(m) + 1;
+            return len <= hi ? len : 0;
+        }
+    }
+    return 0;
+}
+
+void *runcache_take(unsigned n)
+{
+    if (!rc.runs || n > RC_MAX_PAGES)
+        return NULL;
+    unsigned hi = n + n / PCACHE_FIT_DIV;
+    unsigned len = shortest_from(n, hi < RC_MAX_PAGES ? hi : RC_MAX_PAGES);
+    if (!len)
+        return NULL;
+    struct page *pg = rc.head[len];
+    unlink_run(pg);
+    stat_add(stats_global, STAT_runcache_take, 1);
+    return page_addr(pg);
+}
+
+bool runcache_flush_oldest(void)
+{
+    struct page *pg = rc.oldest;
+    if (!pg)
+        return false;
+    unlink_run(pg);
+    run_give_locked(page_addr(pg), PS_DIRTY);
+    stat_add(stats_global, STAT_runcache_flush, 1);
+    return true;
+}
+
+size_t runcache_flush(void)
+{
+    size_t n = 0;
+    while (rc.oldest) {
+        struct page *pg = rc.oldest;
+        unlink_run(pg);
+        run_give_locked(page_addr(pg), PS_DIRTY);
+        n++;
+    }
+    stat_add(stats_global, STAT_runcache_flush, n);
+    return n;
+}
+
+unsigned runcache_take_old(uint64_t cutoff_ms, size_t max_pages, void **out, unsigned max)
+{
+    unsigned k = 0;
+    size_t pages = 0;
+    while (k < max && rc.oldest && rc.oldest->run.parked_ms <= cutoff_ms && pages < max_pages) {
+        struct page *pg = rc.oldest;
+        pages += pg->h.npages;
+        unlink_run(pg);
+        out[k++] = page_addr(pg);
+    }
+    return k;
+}
+
+#define FAIL(what, p, detail, num) sl_fatal("sl_check: " what, (p), (detail), (num))
+
+void runcache_check(size_t parked_seen)
+{
+    size_t runs = 0, pages = 0;
+    struct page *younger = NULL;
+    for (struct page *pg = rc.newest; pg; younger = pg, pg = pg->run.older) {
+        void *run = page_addr(pg);
+        unsigned n = pg->h.npages;
+        if (pg->h.kind != PG_RUN || !pg->run.parked || pg->run.req || !n || n > RC_MAX_PAGES ||
+            pg->run.younger != younger || ++runs > rc.runs)
+            FAIL("shared run cache holds a bad run:", run, "pages", n);
+        if (block_of(run)->type != PB_RUN && sl_opt.antifrag)
+            FAIL("shared run cache holds a run of a block not typed RUN:", run, "type", block_of(run)->type);
+        if (younger && younger->run.parked_ms < pg->run.parked_ms)
+            FAIL("shared run cache's age list out of order at", run, NULL, 0);
+        pages += n;
+    }
+    if (runs != rc.runs || pages != ld_relaxed(&rc.pages) || parked_seen != runs)
+        FAIL("shared run cache's counts wrong: runs", NULL, "listed", runs);
+    for (unsigned n = 1; n <= RC_MAX_PAGES; n++) {
+        bool bit = (rc.nonempty[(n - 1) / 64] >> ((n - 1) % 64)) & 1;
+        if (bit != !!rc.head[n])
+            FAIL("shared run cache's non-empty mask disagrees with a list:", NULL, "pages", n);
+        struct page *prev = NULL;
+        for (struct page *pg = rc.head[n]; pg; prev = pg, pg = pg->run.next)
+            if (pg->h.npages != n || pg->run.prev != prev || !runs--)
+                FAIL("shared run cache's length list broken:", page_addr(pg), "pages", n);
+    }
+    if (runs)
+        FAIL("shared run cache: parked runs on no length list", NULL, "runs", runs);
+}

@@ -1,0 +1,255 @@
+/* The shared run cache (page/runcache.c): medium runs that leave a
+ * thread's page cache are parked whole and handed out again at the same
+ * address, to this thread or another; at most the dirty cap is parked; a
+ * request the buddy lists cannot meet gives the parked runs back before a
+ * new pageblock is taken; the decay, sl_purge and a fork child all see
+ * them; sl_check checks them at every step.
+ *
+ * Each scenario runs in a child process started with its own SLUICE_*
+ * environment (options are read at start-up), the reclaimer off and the
+ * decays long unless the scenario is about the decay. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sluice.h"
+#include "t.h"
+
+#define RUN_SIZE   (80u << 10) /* 20 pages: a medium run */
+#define NRUNS      48          /* 3.75 MiB: more than a thread's page cache keeps (2 MiB) */
+#define MIB        (1u << 20)
+#define DIRTY_MIN  (2u << 20) /* the dirty cap's floor (page/purge.c) */
+
+static void *made[NRUNS];
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+    nanosleep(&ts, NULL);
+}
+
+/* A thread allocates NRUNS runs, writes them, frees them all and exits:
+ * its page cache overflows into the shared cache, and its exit drains
+ * the rest there. */
+static void *churner(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < NRUNS; i++) {
+        made[i] = sl_malloc(RUN_SIZE);
+        memset(made[i], i, RUN_SIZE);
+    }
+    for (int i = 0; i < NRUNS; i++)
+        sl_free(made[i]);
+    return NULL;
+}
+
+static void churn_in_thread(void)
+{
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, churner, NULL), 0);
+    pthread_join(t, NULL);
+}
+
+static bool was_made(void *p)
+{
+    for (int i = 0; i < NRUNS; i++)
+        if (made[i] == p)
+            return true;
+    return false;
+}
+
+/* The most that may be parked: the dirty cap (an eighth of the active
+ * pages, at least 2 MiB). */
+static uint64_t park_cap(void)
+{
+    uint64_t cap = sl_stat("active_bytes") / 8;
+    return cap > DIRTY_MIN ? cap : DIRTY_MIN;
+}
+
+/* The runs another thread freed come back whole, at their addresses. */
+static void scenario_reuse(void)
+{
+    churn_in_thread();
+    uint64_t parked = sl_stat("parked_bytes"), taken = sl_stat("runcache_take");
+    CHECK(parked >= 8 * RUN_SIZE);
+    CHECK(parked <= park_cap());
+    CHECK(parked <= sl_stat("dirty_bytes")); /* parked memory is free and dirty */
+    CHECK_EQ(sl_check(), 0);
+    unsigned k = (unsigned)(parked / RUN_SIZE), same = 0;
+    void *again[NRUNS];
+    for (unsigned i = 0; i < k; i++) {
+        again[i] = sl_malloc(RUN_SIZE);
+        same += was_made(again[i]);
+        CHECK(((unsigned char *)again[i])[0] < NRUNS); /* the old bytes: reused, not refaulted */
+    }
+    CHECK_EQ(same, k);
+    CHECK_EQ(sl_stat("runcache_take") - taken, k);
+    CHECK_EQ(sl_stat("parked_bytes"), 0);
+    CHECK_EQ(sl_check(), 0);
+    for (unsigned i = 0; i < k; i++)
+        sl_free(again[i]);
+    CHECK_EQ(sl_check(), 0);
+}
+
+/* A run up to a quarter longer than asked for is taken whole; its usable
+ * size is its own length. */
+static void scenario_fit(void)
+{
+    churn_in_thread();
+    uint64_t taken = sl_stat("runcache_take");
+    void *p = sl_malloc(RUN_SIZE - 8192); /* 18 pages asked for: a 20-page run fits */
+    CHECK(was_made(p));
+    CHECK_EQ(sl_stat("runcache_take") - taken, 1);
+    CHECK_EQ(sl_usable_size(p), RUN_SIZE);
+    void *q = sl_malloc(RUN_SIZE / 2); /* 10 pages: a 20-page run is too long */
+    CHECK_EQ(sl_stat("runcache_take") - taken, 1);
+    sl_free(p);
+    sl_free(q);
+    CHECK_EQ(sl_check(), 0);
+}
+
+/* Parked runs never exceed the cap, however much is freed. */
+static void scenario_cap(void)
+{
+    enum { MANY = 400 }; /* 31 MiB */
+    static void *p[MANY];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < MANY; i++) {
+            p[i] = sl_malloc(RUN_SIZE + (size_t)(i % 8) * 8192);
+            memset(p[i], 1, 64);
+        }
+        for (int i = 0; i < MANY; i++) {
+            sl_free(p[i]);
+            if (i % 50 == 0)
+                CHECK(sl_stat("parked_bytes") <= park_cap());
+        }
+        CHECK(sl_stat("parked_bytes") > 0);
+        CHECK(sl_stat("parked_bytes") <= park_cap());
+    }
+    CHECK(sl_stat("runcache_flush") > 0); /* the oldest went back to the buddy lists */
+    CHECK_EQ(sl_check(), 0);
+}
+
+/* A request the buddy lists cannot meet takes the parked runs back
+ * before a new pageblock: every RUN or free pageblock has room for one
+ * 1 MiB run (pages 256-511) once nothing is parked in it. */
+static void scenario_room(void)
+{
+    churn_in_thread();
+    CHECK(sl_stat("parked_bytes") > 0);
+    uint64_t blocks = sl_stat("blocks"), room = sl_stat("blocks_run") + sl_stat("blocks_free");
+    uint64_t flushed = sl_stat("runcache_flush");
+    void *big[64];
+    CHECK(room <= 64);
+    for (uint64_t i = 0; i < room && i < 64; i++) {
+        big[i] = sl_malloc(MIB);
+        memset(big[i], 7, MIB);
+    }
+    CHECK_EQ(sl_stat("blocks"), blocks); /* no new pageblock */
+    CHECK_EQ(sl_stat("parked_bytes"), 0);
+    CHECK(sl_stat("runcache_flush") > flushed);
+    CHECK_EQ(sl_stat("extfrag"), 0);
+    CHECK_EQ(sl_check(), 0);
+    for (uint64_t i = 0; i < room && i < 64; i++)
+        sl_free(big[i]);
+    CHECK_EQ(sl_check(), 0);
+}
+
+/* Parked runs decay like dirty pages: advised, back to the buddy lists. */
+static void scenario_decay(void)
+{
+    churn_in_thread(); /* a thread: the reclaimer may start */
+    CHECK(sl_stat("parked_bytes") > 0);
+    uint64_t advised = sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls");
+    sleep_ms(1000); /* decay 100 ms, ticks of 25 ms */
+    CHECK_EQ(sl_stat("parked_bytes"), 0);
+    CHECK_EQ(sl_stat("dirty_bytes") - sl_stat("dirty_thp_bytes"), 0);
+    CHECK(sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls") > advised);
+    CHECK_EQ(sl_check(), 0);
+}
+
+/* sl_purge gives back what is parked. */
+static void scenario_purge(void)
+{
+    churn_in_thread();
+    CHECK(sl_stat("parked_bytes") > 0);
+    sl_purge();
+    CHECK_EQ(sl_stat("parked_bytes"), 0);
+    CHECK_EQ(sl_stat("dirty_bytes"), 0);
+    CHECK_EQ(sl_check(), 0);
+}
+
+/* A fork child inherits the parked runs and takes them, as the parent does. */
+static void scenario_fork(void)
+{
+    churn_in_thread();
+    uint64_t parked = sl_stat("parked_bytes");
+    CHECK(parked > 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int bad = sl_check() != 0 || sl_stat("parked_bytes") != parked;
+        void *p = sl_malloc(RUN_SIZE);
+        bad |= !was_made(p) || sl_stat("parked_bytes") != parked - RUN_SIZE;
+        memset(p, 3, RUN_SIZE);
+        sl_free(p);
+        bad |= sl_check() != 0;
+        _exit(bad);
+    }
+    int status;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    void *p = sl_malloc(RUN_SIZE);
+    CHECK(was_made(p));
+    sl_free(p);
+    CHECK_EQ(sl_check(), 0);
+}
+
+static int run(const char *self, const char *scenario, const char *const env[])
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; env[i]; i += 2)
+            setenv(env[i], env[i + 1], 1);
+        execl(self, self, scenario, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok)
+        fprintf(stderr, "scenario %s failed (status %d)\n", scenario, status);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+        bool decays;
+    } scenarios[] = {
+        { "reuse", scenario_reuse, false }, { "fit", scenario_fit, false },   { "cap", scenario_cap, false },
+        { "room", scenario_room, false },   { "decay", scenario_decay, true }, { "purge", scenario_purge, false },
+        { "fork", scenario_fork, false },
+    };
+    enum { N = sizeof scenarios / sizeof *scenarios };
+    if (argc > 1) {
+        for (int i = 0; i < N; i++)
+            if (!strcmp(argv[1], scenarios[i].name))
+                scenarios[i].fn();
+        return t_done(argv[1]);
+    }
+    static const char *const still[] = { "SLUICE_RECLAIMER", "off", "SLUICE_DIRTY_DECAY_MS", "3600000",
+                                         "SLUICE_LAZY_DECAY_MS", "3600000", NULL };
+    static const char *const decaying[] = { "SLUICE_RECLAIMER", "on", "SLUICE_DIRTY_DECAY_MS", "100",
+                                            "SLUICE_LAZY_DECAY_MS", "300", NULL };
+    for (int i = 0; i < N; i++)
+        CHECK(run("/proc/self/exe", scenarios[i].name, scenarios[i].decays ? decaying : still));
+    return t_done("runcache");
+}
