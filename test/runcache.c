@@ -210,23 +210,6 @@ static void scenario_fork(void)
     CHECK_EQ(sl_check(), 0);
 }
 
-static int run(const char *self, const char *scenario, const char *const env[])
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        for (int i = 0; env[i]; i += 2)
-            setenv(env[i], env[i + 1], 1);
-        execl(self, self, scenario, (char *)NULL);
-        _exit(127);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!ok)
-        fprintf(stderr, "scenario %s failed (status %d)\n", scenario, status);
-    return ok;
-}
-
 int main(int argc, char **argv)
 {
     static const struct {
@@ -245,11 +228,16 @@ int main(int argc, char **argv)
                 scenarios[i].fn();
         return t_done(argv[1]);
     }
-    static const char *const still[] = { "SLUICE_RECLAIMER", "off", "SLUICE_DIRTY_DECAY_MS", "3600000",
-                                         "SLUICE_LAZY_DECAY_MS", "3600000", NULL };
-    static const char *const decaying[] = { "SLUICE_RECLAIMER", "on", "SLUICE_DIRTY_DECAY_MS", "100",
-                                            "SLUICE_LAZY_DECAY_MS", "300", NULL };
-    for (int i = 0; i < N; i++)
-        CHECK(run("/proc/self/exe", scenarios[i].name, scenarios[i].decays ? decaying : still));
+    static const char still[] = "SLUICE_RECLAIMER=off SLUICE_DIRTY_DECAY_MS=3600000 SLUICE_LAZY_DECAY_MS=3600000";
+    static const char decaying[] = "SLUICE_RECLAIMER=on SLUICE_DIRTY_DECAY_MS=100 SLUICE_LAZY_DECAY_MS=300";
+    for (int i = 0; i < N; i++) {
+        char out[8192];
+        size_t n;
+        int status = t_run_self(argv[0], scenarios[i].name, scenarios[i].decays ? decaying : still, out, sizeof out, &n);
+        bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!ok)
+            fprintf(stderr, "scenario %s failed (status %d):\n%s", scenarios[i].name, status, out);
+        CHECK(ok);
+    }
     return t_done("runcache");
 }
