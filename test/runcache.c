@@ -2,7 +2,7 @@
  * thread's page cache are parked whole and handed out again at the same
  * address, to this thread or another; at most the dirty cap is parked; a
  * request the buddy lists cannot meet gives the parked runs back before a
- * new pageblock is taken; the decay, sl_purge and a fork child all see
+ * new pageblock is taken, and a run grows in place over a parked one; the decay, sl_purge and a fork child all see
  * them; sl_check checks them at every step.
  *
  * Each scenario runs in a child process started with its own SLUICE_*
@@ -161,6 +161,36 @@ static void scenario_room(void)
     CHECK_EQ(sl_check(), 0);
 }
 
+/* A run grows in place over a parked run that follows it: realloc takes
+ * the parked run's pages back from the cache. */
+static void *pair[2];
+static void *make_pair(void *arg)
+{
+    (void)arg;
+    pair[0] = sl_malloc(128u << 10); /* 32 pages: the two halves of a 64-page chunk */
+    pair[1] = sl_malloc(128u << 10);
+    memset(pair[0], 5, 128u << 10);
+    sl_free(pair[1]); /* parked when the thread exits */
+    return NULL;
+}
+
+static void scenario_grow(void)
+{
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, make_pair, NULL), 0);
+    pthread_join(t, NULL);
+    CHECK((char *)pair[1] == (char *)pair[0] + (128u << 10));
+    CHECK_EQ(sl_stat("parked_bytes"), 128u << 10);
+    uint64_t inplace = sl_stat("realloc_inplace");
+    void *p = sl_realloc(pair[0], 256u << 10);
+    CHECK(p == pair[0]);
+    CHECK_EQ(sl_stat("realloc_inplace") - inplace, 1);
+    CHECK_EQ(sl_stat("parked_bytes"), 0);
+    CHECK(((unsigned char *)p)[(128u << 10) - 1] == 5);
+    CHECK_EQ(sl_check(), 0);
+    sl_free(p);
+}
+
 /* Parked runs decay like dirty pages: advised, back to the buddy lists. */
 static void scenario_decay(void)
 {
@@ -219,7 +249,7 @@ int main(int argc, char **argv)
     } scenarios[] = {
         { "reuse", scenario_reuse, false }, { "fit", scenario_fit, false },   { "cap", scenario_cap, false },
         { "room", scenario_room, false },   { "decay", scenario_decay, true }, { "purge", scenario_purge, false },
-        { "fork", scenario_fork, false },
+        { "fork", scenario_fork, false },   { "grow", scenario_grow, false },
     };
     enum { N = sizeof scenarios / sizeof *scenarios };
     if (argc > 1) {

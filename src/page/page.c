@@ -663,8 +663,10 @@ bool page_resize(void *run, size_t new_npages)
         block_give(b, first + (unsigned)new_npages, n - (unsigned)new_npages);
         pages_put(b, first + (unsigned)new_npages, n - (unsigned)new_npages, PS_DIRTY);
     } else {
-        ok = block_commit(b, first + (unsigned)new_npages) &&
-             block_take_range(b, first + n, (unsigned)new_npages - n);
+        unsigned end = first + (unsigned)new_npages;
+        ok = block_commit(b, end) && (block_take_range(b, first + n, end - first - n) ||
+                                      (runcache_unpark_range(b, first + n, end) &&
+                                       block_take_range(b, first + n, end - first - n)));
         if (ok)
             pages_take(b, first + n, (unsigned)new_npages - n);
     }

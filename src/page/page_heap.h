@@ -62,6 +62,10 @@ bool runcache_park(void *run);
 void *runcache_take(unsigned n);
 /* The oldest parked run back to the buddy lists, dirty; false if none. */
 bool runcache_flush_oldest(void);
+/* The parked runs among pages [first, end) of b (walked from first, a
+ * chunk or run head, up to the first page in use) back to the buddy
+ * lists, so that a run ending at first may grow in place; false if none. */
+bool runcache_unpark_range(struct block *b, unsigned first, unsigned end);
 /* Every parked run back to the buddy lists, dirty; returns how many. */
 size_t runcache_flush(void);
 /* Take out up to max runs parked at or before cutoff_ms, oldest first,

@@ -149,6 +149,27 @@ bool runcache_flush_oldest(void)
     return true;
 }
 
+bool runcache_unpark_range(struct block *b, unsigned first, unsigned end)
+{
+    struct page *pg = block_pages(b);
+    bool any = false;
+    for (unsigned i = first; i < end && i < SL_BLOCK_PAGES;) {
+        if (pg[i].h.kind == PG_FREE) {
+            i += 1u << pg[i].h.order;
+        } else if (pg[i].h.kind == PG_RUN && pg[i].run.parked) {
+            unsigned n = pg[i].h.npages;
+            unlink_run(&pg[i]);
+            run_give_locked(page_addr(&pg[i]), PS_DIRTY);
+            stat_add(stats_global, STAT_runcache_flush, 1);
+            any = true;
+            i += n;
+        } else {
+            break; /* a live run or a slab */
+        }
+    }
+    return any;
+}
+
 size_t runcache_flush(void)
 {
     size_t n = 0;
