@@ -620,12 +620,10 @@ void page_cache_forget(struct page_cache *pc)
     pc->pages = 0;
 }
 
-void page_free(struct page_cache *pc, void *run)
+/* page_free when the run's stack is full or the cache is over its budget,
+ * or the run is not one to cache. */
+static sl_noinline void page_free_slow(struct page_cache *pc, void *run, unsigned n, int ct)
 {
-    struct page *pg = page_of(run);
-    unsigned n = pg->h.npages;
-    int ct = cache_stack((enum pb_type)__atomic_load_n(&block_of(run)->type, __ATOMIC_RELAXED),
-                         (enum page_kind)pg->h.kind);
     /* purging at once (SLUICE_DIRTY_DECAY_MS=0) means no run is parked */
     if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES && !purge_at_once()) {
         if (pc->count[ct][n] == PCACHE_DEPTH)
@@ -646,6 +644,18 @@ void page_free(struct page_cache *pc, void *run)
         release_locked(run);
     heap_unlock();
     purge_maybe();
+}
+
+void page_free(struct page_cache *pc, void *run)
+{
+    struct page *pg = page_of(run);
+    unsigned n = pg->h.npages;
+    int ct = cache_stack((enum pb_type)__atomic_load_n(&block_of(run)->type, __ATOMIC_RELAXED),
+                         (enum page_kind)pg->h.kind);
+    if (likely(pc && ct >= 0 && n <= PCACHE_MAX_PAGES && pc->count[ct][n] < PCACHE_DEPTH &&
+               pc->pages + n <= PCACHE_BUDGET && !purge_at_once()))
+        return pcache_push(pc, ct, n, run);
+    page_free_slow(pc, run, n, ct);
 }
 
 bool page_resize(void *run, size_t new_npages)

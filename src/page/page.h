@@ -46,6 +46,21 @@ struct page_cache {
     _Atomic uint64_t *stats; /* the owning heap's counters */
 };
 
+#define PCACHE_RUNS 1 /* the stack type of medium runs (PG_RUN) */
+
+/* The fast path of a medium run's malloc: a parked run of exactly n pages
+ * from the thread's own page cache, or NULL (then page_alloc). */
+sl_inline void *page_cache_pop_run(struct page_cache *pc, size_t n)
+{
+    if (n > PCACHE_MAX_PAGES || !pc->count[PCACHE_RUNS][n])
+        return NULL;
+    unsigned k = --pc->count[PCACHE_RUNS][n];
+    pc->pages -= (unsigned)n;
+    if (!k)
+        pc->nonempty[PCACHE_RUNS] &= ~(1ull << (n - 1));
+    return pc->runs[PCACHE_RUNS][n][k];
+}
+
 /* A run of npages pages, aligned to align_pages pages (power of two), in a
  * block of `type`, its head descriptor marked `kind`. NULL + ENOMEM.
  * *clean (if clean is not NULL): every page is known to read as zero. */

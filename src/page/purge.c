@@ -138,7 +138,6 @@ size_t purgeable_dirty(void)
 
 bool purge_kick_reclaimer(void) { return kick_hook && kick_hook(); }
 
-bool purge_at_once(void) { return sl_opt.purge != PURGE_OFF && sl_opt.dirty_decay_ms == 0; }
 
 /* madvise one range, count it, and say what state its pages are in now:
  * still dirty if the kernel refused the advice. */

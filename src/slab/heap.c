@@ -383,6 +383,9 @@ void heap_free_block_slow(void *p)
 {
     struct heap *h = tls_heap;
     uint32_t t = ld_relaxed(page_tag((uintptr_t)p));
+    struct page *run;
+    if (!t && (run = run_head_at((uintptr_t)p))) /* not a malloc slab's page: a medium run first */
+        return run_free(p, run);
     /* another heap's malloc slab: batched; a thread that only frees (a
      * consumer) gets a heap for it. Checked mode frees at once. */
     if (t && !heap_checked_free && h == &heap_empty && heap_get_slow())
@@ -407,16 +410,28 @@ static size_t run_pages(size_t size)
     return align_up(n, step);
 }
 
-void *heap_alloc_run(size_t size, size_t align, bool *clean)
+static sl_noinline void *alloc_run_slow(size_t size, size_t align, bool *clean)
 {
     struct heap *h = heap_get();
     if (!h)
         return NULL;
     heap_boost_check(h);
-    size_t npages = run_pages(size);
-    void *r = page_alloc(&h->pcache, PB_RUN, npages, align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1, PG_RUN, clean);
-    if (!r)
+    return page_alloc(&h->pcache, PB_RUN, run_pages(size), align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1, PG_RUN,
+                      clean);
+}
+
+void *heap_alloc_run(size_t size, size_t align, bool *clean)
+{
+    struct heap *h = tls_heap;
+    void *r;
+    if (likely(h != &heap_empty && align <= SL_PAGE) && (r = page_cache_pop_run(&h->pcache, run_pages(size)))) {
+        if (clean)
+            *clean = false; /* a parked run is dirty */
+    } else if (!(r = alloc_run_slow(size, align, clean))) {
         return NULL;
+    } else {
+        h = tls_heap;
+    }
     __atomic_store_n(&page_of(r)->run.req, size, __ATOMIC_RELAXED); /* live (run_live) */
     stat_add(h->stats, STAT_alloc_medium, 1);
     return r;
