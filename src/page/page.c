@@ -481,21 +481,6 @@ static int cache_stack(enum pb_type type, enum page_kind kind)
     return type == (ct ? PB_RUN : PB_SLAB) || !sl_opt.antifrag ? ct : -1;
 }
 
-static void pcache_push(struct page_cache *pc, int ct, unsigned n, void *run)
-{
-    pc->runs[ct][n][pc->count[ct][n]++] = run;
-    pc->pages += n;
-    pc->nonempty[ct] |= 1ull << (n - 1);
-}
-
-static void *pcache_pop(struct page_cache *pc, int ct, unsigned n)
-{
-    void *r = pc->runs[ct][n][--pc->count[ct][n]];
-    pc->pages -= n;
-    if (!pc->count[ct][n])
-        pc->nonempty[ct] &= ~(1ull << (n - 1));
-    return r;
-}
 
 /* A medium run a little longer than n pages parked in the cache: the
  * shortest of n + 1 .. n + n / PCACHE_FIT_DIV pages, or 0. Medium lengths
@@ -511,7 +496,7 @@ static void *pcache_pop(struct page_cache *pc, int ct, unsigned n)
  * 64,444 to 17,593 and drains from 16,406 to 2,176 (bench_sizes 1 3). */
 static unsigned pcache_fit(struct page_cache *pc, int ct, unsigned n)
 {
-    if (ct != 1 || n >= PCACHE_MAX_PAGES)
+    if (ct != PCACHE_RUNS || n >= PCACHE_MAX_PAGES)
         return 0;
     unsigned hi = n + n / PCACHE_FIT_DIV;
     if (hi > PCACHE_MAX_PAGES)
@@ -536,7 +521,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
                                             enum page_kind kind)
 {
     unsigned batch = PCACHE_SLAB_BATCH;
-    if (batch * n > PCACHE_BUDGET / 4 || ct == 1)
+    if (batch * n > PCACHE_BUDGET / 4 || ct == PCACHE_RUNS)
         batch = 1;
     void *first;
     bool clean;

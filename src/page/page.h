@@ -27,6 +27,7 @@
 #define SL_PAGE_H
 
 #include "../base/lock.h"
+#include "../options/options.h"
 #include "../stats/stats.h"
 #include "block.h"
 
@@ -48,17 +49,49 @@ struct page_cache {
 
 #define PCACHE_RUNS 1 /* the stack type of medium runs (PG_RUN) */
 
+/* SLUICE_DIRTY_DECAY_MS=0 with purging on: every run is purged as it is
+ * freed (purge.c), none is parked. */
+sl_inline bool purge_at_once(void) { return sl_opt.purge != PURGE_OFF && sl_opt.dirty_decay_ms == 0; }
+
+/* Park a run of n pages on stack ct (room checked by the caller), and
+ * take the last one parked off a non-empty stack. */
+sl_inline void pcache_push(struct page_cache *pc, int ct, unsigned n, void *run)
+{
+    pc->runs[ct][n][pc->count[ct][n]++] = run;
+    pc->pages += n;
+    pc->nonempty[ct] |= 1ull << (n - 1);
+}
+
+sl_inline void *pcache_pop(struct page_cache *pc, int ct, unsigned n)
+{
+    void *r = pc->runs[ct][n][--pc->count[ct][n]];
+    pc->pages -= n;
+    if (!pc->count[ct][n])
+        pc->nonempty[ct] &= ~(1ull << (n - 1));
+    return r;
+}
+
 /* The fast path of a medium run's malloc: a parked run of exactly n pages
  * from the thread's own page cache, or NULL (then page_alloc). */
 sl_inline void *page_cache_pop_run(struct page_cache *pc, size_t n)
 {
     if (n > PCACHE_MAX_PAGES || !pc->count[PCACHE_RUNS][n])
         return NULL;
-    unsigned k = --pc->count[PCACHE_RUNS][n];
-    pc->pages -= (unsigned)n;
-    if (!k)
-        pc->nonempty[PCACHE_RUNS] &= ~(1ull << (n - 1));
-    return pc->runs[PCACHE_RUNS][n][k];
+    return pcache_pop(pc, PCACHE_RUNS, (unsigned)n);
+}
+
+/* The fast path of a medium run's free: park the run (head pg, PG_RUN) in
+ * the thread's page cache if its stack and the budget have room; false
+ * otherwise (then page_free). A run whose block was re-typed goes to the
+ * shared heap (page.c: cache_stack). */
+sl_inline bool page_cache_push_run(struct page_cache *pc, void *run, struct page *pg)
+{
+    unsigned n = pg->h.npages;
+    if (n > PCACHE_MAX_PAGES || pc->count[PCACHE_RUNS][n] >= PCACHE_DEPTH || pc->pages + n > PCACHE_BUDGET ||
+        (__atomic_load_n(&block_of(run)->type, __ATOMIC_RELAXED) != PB_RUN && sl_opt.antifrag) || purge_at_once())
+        return false;
+    pcache_push(pc, PCACHE_RUNS, n, run);
+    return true;
 }
 
 /* A run of npages pages, aligned to align_pages pages (power of two), in a

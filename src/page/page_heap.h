@@ -6,7 +6,6 @@
 #define SL_PAGE_HEAP_H
 
 #include "../base/lock.h"
-#include "../options/options.h"
 #include "page.h"
 
 #define NBUCKETS        (BLOCK_MAX_ORDER + 1)
@@ -106,8 +105,6 @@ size_t purge_dirty_cap(void);
 bool purge_kick_reclaimer(void);
 /* Outside the lock: enforce the dirty cap and run a due decay pass. */
 void purge_maybe(void);
-/* SLUICE_DIRTY_DECAY_MS=0 with purging on: purge every run as it is freed. */
-sl_inline bool purge_at_once(void) { return sl_opt.purge != PURGE_OFF && sl_opt.dirty_decay_ms == 0; }
 /* Purge a range now (outside the lock); the state its pages are left in. */
 enum page_state purge_range(void *p, size_t bytes);
 

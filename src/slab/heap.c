@@ -326,7 +326,8 @@ static void run_free(void *p, struct page *pg)
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
     struct heap *h = tls_heap;
     heap_count(h, STAT_free_medium, 1);
-    page_free(h == &heap_empty ? NULL : &h->pcache, p);
+    if (h == &heap_empty || !page_cache_push_run(&h->pcache, p, pg))
+        page_free(h == &heap_empty ? NULL : &h->pcache, p);
 }
 
 /* Free of a live slab object (validated) of any cache: by its owner with no
