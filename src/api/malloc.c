@@ -206,7 +206,10 @@ static sl_noinline void *realloc_huge_or_bad(void *p, uintptr_t e, size_t n)
 /* One pagemap lookup decides: a slab object stays if n keeps its class, a
  * page run grows or shrinks in place if its neighbours allow, a huge
  * mapping is resized by mremap; anything else moves. */
-void *sl_realloc(void *p, size_t n)
+/* Everything but the two in-place cases sl_realloc handles itself: NULL,
+ * 0, huge and foreign pointers, misuse, a run that changes its page count,
+ * and moves. */
+static sl_noinline void *realloc_slow(void *p, size_t n)
 {
     if (!p)
         return alloc(n);
@@ -214,18 +217,17 @@ void *sl_realloc(void *p, size_t n)
         sl_free(p);
         return NULL;
     }
-    /* the flat block bitmap, as sl_free: one load */
     uintptr_t a = (uintptr_t)p;
     if (unlikely(!pagemap_is_block(a)))
         return realloc_huge_or_bad(p, pagemap_get(a), n);
     struct page *run = run_head_at(a); /* a run: its head, live while run.req is nonzero */
     if (unlikely(run ? !__atomic_load_n(&run->run.req, __ATOMIC_RELAXED) : !bitmap_test(a)))
         return realloc_huge_or_bad(p, pagemap_get(a), n);
-    if (likely(!run)) {
+    if (!run) {
         struct slab *s = slab_of_page(page_head(page_of(p)));
-        if (unlikely(*mag_cookie(p) == heap_cookie) && heap_in_magazine(p)) /* freed */
+        if (*mag_cookie(p) == heap_cookie && heap_in_magazine(p)) /* freed */
             heap_bad_free(p, pagemap_get((uintptr_t)p), "realloc");
-        if (n <= s->size && size_class(n) == s->cls) {
+        if (n <= s->size && size_class(n) == s->cls) { /* the cookie matched by chance */
             count_realloc(STAT_realloc_inplace);
             return p;
         }
@@ -236,6 +238,33 @@ void *sl_realloc(void *p, size_t n)
         return p;
     }
     return realloc_move(p, (size_t)run->h.npages << SL_PAGE_SHIFT, n);
+}
+
+/* The in-place cases inline, with no call: a live slab object that stays in
+ * its class, and a live run whose new size keeps its page count (a growing
+ * buffer's common case: only the size is recorded). The flat block bitmap
+ * first, as sl_free. */
+void *sl_realloc(void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (unlikely(!n || !pagemap_is_block(a))) /* NULL is no block */
+        return realloc_slow(p, n);
+    struct page *run = run_head_at(a);
+    if (run) {
+        if (likely(__atomic_load_n(&run->run.req, __ATOMIC_RELAXED) && n > SL_SMALL_MAX && n <= MEDIUM_MAX &&
+                   heap_run_pages(n) == run->h.npages)) {
+            __atomic_store_n(&run->run.req, n, __ATOMIC_RELAXED);
+            count_realloc(STAT_realloc_inplace);
+            return p;
+        }
+    } else if (likely(bitmap_test(a) && *mag_cookie(p) != heap_cookie)) {
+        struct slab *s = slab_of_page(page_head(page_of(p)));
+        if (n <= s->size && size_class(n) == s->cls) {
+            count_realloc(STAT_realloc_inplace);
+            return p;
+        }
+    }
+    return realloc_slow(p, n);
 }
 
 void *sl_reallocarray(void *p, size_t n, size_t size)

@@ -398,26 +398,13 @@ void heap_free_block_slow(void *p)
 
 /* ---- medium runs --------------------------------------------------------- */
 
-/* Pages for a run of size bytes: whole pages, and above 8 pages rounded up
- * to an eighth of their power of two (waste under 12.5%), so that freed
- * runs match later requests in the page cache's per-length stacks and the
- * same pages are used again. */
-static size_t run_pages(size_t size)
-{
-    size_t n = align_up(size, SL_PAGE) >> SL_PAGE_SHIFT;
-    if (n <= 8)
-        return n;
-    size_t step = (size_t)1 << (log2_floor(n) - 3);
-    return align_up(n, step);
-}
-
 static sl_noinline void *alloc_run_slow(size_t size, size_t align, bool *clean)
 {
     struct heap *h = heap_get();
     if (!h)
         return NULL;
     heap_boost_check(h);
-    return page_alloc(&h->pcache, PB_RUN, run_pages(size), align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1, PG_RUN,
+    return page_alloc(&h->pcache, PB_RUN, heap_run_pages(size), align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1, PG_RUN,
                       clean);
 }
 
@@ -425,7 +412,7 @@ void *heap_alloc_run(size_t size, size_t align, bool *clean)
 {
     struct heap *h = tls_heap;
     void *r;
-    if (likely(h != &heap_empty && align <= SL_PAGE) && (r = page_cache_pop_run(&h->pcache, run_pages(size)))) {
+    if (likely(h != &heap_empty && align <= SL_PAGE) && (r = page_cache_pop_run(&h->pcache, heap_run_pages(size)))) {
         if (clean)
             *clean = false; /* a parked run is dirty */
     } else if (!(r = alloc_run_slow(size, align, clean))) {
@@ -450,7 +437,7 @@ size_t heap_usable_size(void *p)
 bool heap_resize_run(void *p, size_t new_size)
 {
     struct page *pg = page_of(p);
-    size_t npages = run_pages(new_size);
+    size_t npages = heap_run_pages(new_size);
     /* the common realloc of a growing buffer stays within its pages */
     if (npages != pg->h.npages && !page_resize(p, npages))
         return false;
