@@ -646,6 +646,8 @@ static void test_magazine(void)
     CHECK(c2 == c1);
     CHECK(((volatile uint64_t *)c2)[1] == 0);
     ((volatile uint64_t *)c2)[1] = cookie;
+    CHECK(sl_realloc(c2, 60) == c2); /* realloc too: in place, its bytes kept */
+    CHECK(((volatile uint64_t *)c2)[1] == cookie);
     sl_free(c2);
     CHECK(sl_check() == 0);
     CHECK(sl_malloc(64) == c2);
