@@ -33,6 +33,13 @@
 #include "page_heap.h"
 
 #define RC_WORDS (RC_MAX_PAGES / 64)
+/* A take looks at this many runs of the length for the fullest block.
+ * Measured against taking the newest: bench_mixed mapped 76 pageblocks
+ * instead of 79 (peak RSS 148,920 against 154,616 KiB), and the 32-256
+ * KiB band of bench_sizes (2 4) faulted 22,481 pages instead of 25,123
+ * (90,808 against 101,304 KiB), for 477 instructions a replacement
+ * instead of 459 (callgrind, bench_sizes 0.5 4 less 0.25 4). */
+#define RC_TAKE_SCAN 8
 
 static struct {
     struct page *head[RC_MAX_PAGES + 1]; /* by length: newest first */
@@ -132,7 +139,13 @@ void *runcache_take(unsigned n)
     unsigned len = shortest_from(n, hi < RC_MAX_PAGES ? hi : RC_MAX_PAGES);
     if (!len)
         return NULL;
+    /* of the newest RC_TAKE_SCAN, the one in the fullest block: sparse
+     * blocks drain, as the buddy lists' fullest-first order makes them */
     struct page *pg = rc.head[len];
+    unsigned k = 0;
+    for (struct page *q = pg->run.next; q && ++k < RC_TAKE_SCAN; q = q->run.next)
+        if (block_of(q)->free_pages < block_of(pg)->free_pages)
+            pg = q;
     unlink_run(pg);
     stat_add(stats_global, STAT_runcache_take, 1);
     return page_addr(pg);
