@@ -163,6 +163,32 @@ static void scenario_room(void)
 
 /* A run grows in place over a parked run that follows it: realloc takes
  * the parked run's pages back from the cache. */
+#if SL_FAULT_INJECT
+/* Every madvise refused: the decay gives the parked runs back to the buddy
+ * lists still dirty (none is lost, none is advised) and stops at the
+ * refusal until its next tick. */
+static void scenario_refused(void)
+{
+    churn_in_thread();
+    uint64_t parked = sl_stat("parked_bytes");
+    CHECK(parked > 0);
+    sleep_ms(500); /* decay 100 ms, ticks of 25 ms */
+    CHECK(sl_stat("madv_failed") > 0);
+    CHECK_EQ(sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls"), 0);
+    CHECK(sl_stat("parked_bytes") < parked);
+    CHECK(sl_stat("dirty_bytes") >= parked); /* all of it still resident */
+    CHECK_EQ(sl_check(), 0);
+    void *p[8];
+    for (int i = 0; i < 8; i++) {
+        p[i] = sl_malloc(RUN_SIZE);
+        memset(p[i], 9, RUN_SIZE);
+    }
+    CHECK_EQ(sl_check(), 0);
+    for (int i = 0; i < 8; i++)
+        sl_free(p[i]);
+}
+#endif
+
 static void *pair[2];
 static void *make_pair(void *arg)
 {
@@ -251,6 +277,9 @@ int main(int argc, char **argv)
         { "reuse", scenario_reuse, false }, { "fit", scenario_fit, false },   { "cap", scenario_cap, false },
         { "room", scenario_room, false },   { "decay", scenario_decay, true }, { "purge", scenario_purge, false },
         { "fork", scenario_fork, false },   { "grow", scenario_grow, false },
+#if SL_FAULT_INJECT
+        { "refused", scenario_refused, true },
+#endif
     };
     enum { N = sizeof scenarios / sizeof *scenarios };
     if (argc > 1) {
@@ -261,10 +290,13 @@ int main(int argc, char **argv)
     }
     static const char still[] = "SLUICE_RECLAIMER=off SLUICE_DIRTY_DECAY_MS=3600000 SLUICE_LAZY_DECAY_MS=3600000";
     static const char decaying[] = "SLUICE_RECLAIMER=on SLUICE_DIRTY_DECAY_MS=100 SLUICE_LAZY_DECAY_MS=300";
+    static const char refused[] = "SLUICE_FAULT=madvise:every=1 SLUICE_RECLAIMER=on SLUICE_DIRTY_DECAY_MS=100 "
+                                  "SLUICE_LAZY_DECAY_MS=300";
     for (int i = 0; i < N; i++) {
         char out[8192];
         size_t n;
-        int status = t_run_self(argv[0], scenarios[i].name, scenarios[i].decays ? decaying : still, out, sizeof out, &n);
+        const char *env = !strcmp(scenarios[i].name, "refused") ? refused : scenarios[i].decays ? decaying : still;
+        int status = t_run_self(argv[0], scenarios[i].name, env, out, sizeof out, &n);
         bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (!ok)
             fprintf(stderr, "scenario %s failed (status %d):\n%s", scenarios[i].name, status, out);
