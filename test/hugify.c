@@ -21,7 +21,10 @@
  * With HUGIFY_SPIN=1 (hugify_busy) every CPU spins meanwhile: see
  * busy_cpus(); hugify_nostat does the same with every open refused.
  * With HUGIFY_UNPIN=1 (hugify_unpin) blocks come wholly free while a pass
- * has them pinned: see unpinned_free().
+ * has them pinned: see unpinned_free(). With HUGIFY_RUNS=1 (hugify_runs)
+ * the objects are 32 KiB medium runs: the frees that leave the blocks
+ * dense park runs in the page caches and the shared run cache, whose
+ * decay must not split the hugepages either.
  * Skipped (with a line saying so) where the kernel has THP off. */
 #include <pthread.h>
 #include <stdbool.h>
@@ -34,8 +37,13 @@
 #include "sluice.h"
 #include "t.h"
 
-enum { OBJ = 4096, N = 6000 }; /* 4 KiB objects: about 12 pageblocks, dense */
-static unsigned char *objs[N];
+/* 4 KiB objects: about 12 pageblocks, dense; HUGIFY_RUNS=1: the same
+ * bytes in 32 KiB medium runs, whose frees go to the page caches and the
+ * shared run cache (a purge of parked runs must not split a hugepage) */
+enum { N_MAX = 6000 };
+static size_t OBJ = 4096;
+static int N = N_MAX;
+static unsigned char *objs[N_MAX];
 
 static uint64_t rollup_kb(const char *key)
 {
@@ -68,7 +76,7 @@ static size_t intact(void)
     size_t bad = 0;
     for (int i = 0; i < N; i++)
         if (objs[i])
-            for (int j = 0; j < OBJ; j += 512)
+            for (size_t j = 0; j < OBJ; j += 512)
                 bad += objs[i][j] != (unsigned char)(i * 13 + 1);
     return bad;
 }
@@ -226,7 +234,7 @@ static int unpinned_free(void)
         usleep(100);
     size_t bad = 0;
     for (int i = 0; i < UNPIN_N; i++) {
-        for (int j = 0; j < OBJ; j += 1024)
+        for (size_t j = 0; j < OBJ; j += 1024)
             bad += many[i][j] != (unsigned char)(i * 7 + 1);
         sl_free(many[i]);
     }
@@ -305,6 +313,11 @@ int main(void)
     const char *unpin = getenv("HUGIFY_UNPIN");
     if (unpin && *unpin == '1')
         return unpinned_free();
+    const char *runs = getenv("HUGIFY_RUNS");
+    if (runs && *runs == '1') {
+        OBJ = 32768;
+        N = N_MAX * 4096 / 32768;
+    }
     for (int i = 0; i < N; i++) {
         objs[i] = sl_malloc(OBJ);
         memset(objs[i], i * 13 + 1, OBJ);

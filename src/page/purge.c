@@ -303,10 +303,16 @@ static size_t purge_parked(enum page_state to, uint64_t cutoff_ms, size_t max_pa
         void *runs[PURGE_BATCH];
         enum page_state got[PURGE_BATCH];
         lock_acquire(&heap.lock);
-        unsigned k = runcache_take_old(cutoff_ms, max_pages - done, runs, PURGE_BATCH);
+        unsigned k = runcache_take_old(cutoff_ms, max_pages - done, runs, PURGE_BATCH), m = 0;
+        for (unsigned i = 0; i < k; i++) /* a dense hugepage is not split: back dirty, advised with its block */
+            if (hugify_may_purge(block_of(runs[i])))
+                runs[m++] = runs[i];
+            else
+                run_give_locked(runs[i], PS_DIRTY);
         heap_unlock();
         if (!k)
             break;
+        k = m;
         bool refused = false;
         for (unsigned i = 0; i < k; i++) { /* the runs are ours until given back */
             struct page *pg = page_of(runs[i]);
