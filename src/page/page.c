@@ -481,7 +481,6 @@ static int cache_stack(enum pb_type type, enum page_kind kind)
     return type == (ct ? PB_RUN : PB_SLAB) || !sl_opt.antifrag ? ct : -1;
 }
 
-
 /* A medium run a little longer than n pages parked in the cache: the
  * shortest of n + 1 .. n + n / PCACHE_FIT_DIV pages, or 0. Medium lengths
  * vary with the requests, so an exact match is rare; handing out a run up

@@ -138,7 +138,6 @@ size_t purgeable_dirty(void)
 
 bool purge_kick_reclaimer(void) { return kick_hook && kick_hook(); }
 
-
 /* madvise one range, count it, and say what state its pages are in now:
  * still dirty if the kernel refused the advice. */
 enum page_state page_advise(void *p, size_t bytes, enum page_state to)
