@@ -4,12 +4,13 @@
  *
  * A medium run that leaves a thread's page cache (a drain, a thread's
  * exit, a free with no cache) is parked here under the page heap lock,
- * and a later request of its length, or a little shorter (the run at most
- * a quarter longer than asked for, PCACHE_FIT_DIV), takes it back whole: the same pages, at the same
- * address, already faulted in, with no buddy split or merge. Given back
- * to the buddy instead, a run's pages come out again at other offsets of
- * other chunks, so a program that replaces buffers of varied sizes
- * touches (faults in) its whole footprint over time.
+ * and a later request of its length, or a little shorter (the run at
+ * most a quarter longer than asked for, PCACHE_FIT_DIV), takes it back
+ * whole: the same pages, at the same address, already faulted in, with
+ * no buddy split or merge. Given back to the buddy instead, a run's pages
+ * come out again at other offsets of other chunks, so a program that
+ * replaces buffers of varied sizes touches (faults in) its whole
+ * footprint over time.
  *
  * Invariants (page heap lock; checked by runcache_check):
  *   - a parked run is an allocated run of the buddy's (head PG_RUN, run.req
@@ -19,13 +20,16 @@
  *   - its pages count neither as active nor as the buddy's free pages; they
  *     are dirty free memory for the purge layer: they count against the
  *     dirty cap, and decay like dirty pages (purge.c takes them back
- *     oldest first, advises them and gives them to the buddy);
+ *     oldest first, advises them and gives them to the buddy; one in a
+ *     dense hugepage block goes back unadvised, so as not to split it);
  *   - at most the dirty cap (purge_dirty_cap) is parked: past it the
  *     oldest run goes back to the buddy lists, still dirty;
- *   - nothing is parked while a type short of room would take a new
- *     pageblock, a whole free one or another type's piece: the cache is
- *     flushed first (page.c, find_block), so parked runs never cause a
- *     fragmentation event; a boost flushes it too.
+ *   - before a type short of room takes a whole free pageblock, a new one
+ *     or another type's piece, parked runs go back to the buddy lists,
+ *     oldest first, until one merges into a chunk that fits (page.c,
+ *     find_block): parked runs never cause a fragmentation event. A run
+ *     that grows in place takes back the parked runs in its way
+ *     (page_resize); a boost, sl_purge and a refused mapping take back all.
  */
 #include "../base/fatal.h"
 #include "../options/options.h"
