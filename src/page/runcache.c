@@ -84,6 +84,22 @@ static void unlink_run(struct page *pg)
     st_relaxed(&heap.active_pages, ld_relaxed(&heap.active_pages) + n); /* handed out again */
 }
 
+/* A parked run back to the buddy lists, dirty. */
+static void give_back(struct page *pg)
+{
+    unlink_run(pg);
+    run_give_locked(page_addr(pg), PS_DIRTY);
+    stat_add(stats_global, STAT_runcache_flush, 1);
+}
+
+bool runcache_flush_oldest(void)
+{
+    if (!rc.oldest)
+        return false;
+    give_back(rc.oldest);
+    return true;
+}
+
 bool runcache_park(void *run)
 {
     struct page *pg = page_of(run);
@@ -91,15 +107,10 @@ bool runcache_park(void *run)
     if (pg->h.kind != PG_RUN || n > RC_MAX_PAGES || purge_at_once() ||
         (block_of(run)->type != PB_RUN && sl_opt.antifrag))
         return false;
+    /* the cap is at least 2 MiB (purge.c), more than the longest run */
     size_t cap = purge_dirty_cap();
-    while (rc.oldest && ld_relaxed(&rc.pages) + n > cap) { /* the oldest goes back to the buddy, dirty */
-        struct page *old = rc.oldest;
-        unlink_run(old);
-        run_give_locked(page_addr(old), PS_DIRTY);
-        stat_add(stats_global, STAT_runcache_flush, 1);
-    }
-    if (n > cap)
-        return false;
+    while (ld_relaxed(&rc.pages) + n > cap && runcache_flush_oldest())
+        ;
     pg->run.parked = true;
     pg->run.parked_ms = os_now_ms();
     pg->run.prev = NULL;
@@ -155,16 +166,6 @@ void *runcache_take(unsigned n)
     return page_addr(pg);
 }
 
-bool runcache_flush_oldest(void)
-{
-    struct page *pg = rc.oldest;
-    if (!pg)
-        return false;
-    unlink_run(pg);
-    run_give_locked(page_addr(pg), PS_DIRTY);
-    stat_add(stats_global, STAT_runcache_flush, 1);
-    return true;
-}
 
 bool runcache_unpark_range(struct block *b, unsigned first, unsigned end)
 {
@@ -175,9 +176,7 @@ bool runcache_unpark_range(struct block *b, unsigned first, unsigned end)
             i += 1u << pg[i].h.order;
         } else if (pg[i].h.kind == PG_RUN && pg[i].run.parked) {
             unsigned n = pg[i].h.npages;
-            unlink_run(&pg[i]);
-            run_give_locked(page_addr(&pg[i]), PS_DIRTY);
-            stat_add(stats_global, STAT_runcache_flush, 1);
+            give_back(&pg[i]);
             any = true;
             i += n;
         } else {
@@ -190,13 +189,8 @@ bool runcache_unpark_range(struct block *b, unsigned first, unsigned end)
 size_t runcache_flush(void)
 {
     size_t n = 0;
-    while (rc.oldest) {
-        struct page *pg = rc.oldest;
-        unlink_run(pg);
-        run_give_locked(page_addr(pg), PS_DIRTY);
+    while (runcache_flush_oldest())
         n++;
-    }
-    stat_add(stats_global, STAT_runcache_flush, n);
     return n;
 }
 
