@@ -7,7 +7,9 @@
  *
  * Each scenario runs in a child process started with its own SLUICE_*
  * environment (options are read at start-up), the reclaimer off and the
- * decays long unless the scenario is about the decay. */
+ * decays long unless the scenario is about the decay. Built against the
+ * fault-injection library (runcache_fault), it adds a decay that finds
+ * every madvise refused and a huge mapping the kernel refuses. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdbool.h>
@@ -20,6 +22,11 @@
 
 #include "sluice.h"
 #include "t.h"
+#if SL_FAULT_INJECT
+#include <errno.h>
+
+#include "../src/os/fault.h"
+#endif
 
 #define RUN_SIZE   (80u << 10) /* 20 pages: a medium run */
 #define NRUNS      48          /* 3.75 MiB: more than a thread's page cache keeps (2 MiB) */
@@ -164,6 +171,28 @@ static void scenario_room(void)
 /* A run grows in place over a parked run that follows it: realloc takes
  * the parked run's pages back from the cache. */
 #if SL_FAULT_INJECT
+/* A huge mapping the kernel refuses: before it tries again, the parked
+ * runs go back to the buddy lists so that the pageblocks they kept may be
+ * unmapped (page_release_free_blocks(true)). */
+static void scenario_refused_map(void)
+{
+    churn_in_thread();
+    CHECK(sl_stat("parked_bytes") > 0);
+    fault_config("mmap:every=1");
+    errno = 0;
+    void *p = sl_malloc(8u << 20);
+    int err = errno;
+    fault_config(NULL);
+    CHECK(p == NULL);
+    CHECK_EQ(err, ENOMEM);
+    CHECK_EQ(sl_stat("parked_bytes"), 0);
+    CHECK_EQ(sl_check(), 0);
+    p = sl_malloc(8u << 20); /* mappings allowed again */
+    CHECK(p != NULL);
+    sl_free(p);
+    CHECK_EQ(sl_check(), 0);
+}
+
 /* Every madvise refused: the decay gives the parked runs back to the buddy
  * lists still dirty (none is lost, none is advised) and stops at the
  * refusal until its next tick. */
@@ -278,7 +307,7 @@ int main(int argc, char **argv)
         { "room", scenario_room, false },   { "decay", scenario_decay, true }, { "purge", scenario_purge, false },
         { "fork", scenario_fork, false },   { "grow", scenario_grow, false },
 #if SL_FAULT_INJECT
-        { "refused", scenario_refused, true },
+        { "refused", scenario_refused, true },  { "refused_map", scenario_refused_map, false },
 #endif
     };
     enum { N = sizeof scenarios / sizeof *scenarios };
