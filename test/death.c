@@ -41,6 +41,23 @@ static void *free_cache_list(void *arg)
         sl_cache_free(free_cache, v[i]);
     return NULL;
 }
+/* The last object of a slab of size-byte objects whose tail (past that
+ * object, to the slab's end) is in the same 1 KiB bitmap word: objects are
+ * taken until the next one does not follow the last. */
+static char *slab_last(size_t size)
+{
+    char *prev = sl_malloc(size);
+    for (;;) {
+        char *q = sl_malloc(size);
+        if (q != prev + size) {
+            if (((uintptr_t)prev >> 10) == ((uintptr_t)(prev + size) >> 10))
+                return prev;
+            fprintf(stderr, "death: no slab tail in the last object's bitmap word\n");
+            exit(3);
+        }
+        prev = q;
+    }
+}
 static void *free_two_bulk(void *arg)
 {
     sl_free_bulk(arg, 2);
@@ -305,6 +322,18 @@ static void run_case(const char *name)
         void *p3 = objs[3];
         sl_free_bulk(objs, 16); /* unlinked: on no list, no live bit */
         sl_free(p3);
+    } else if (!strcmp(name, "bulk_slab_tail") || !strcmp(name, "bulk_remote_slab_tail")) {
+        /* a pointer past a slab's last object, in the same bitmap word:
+         * the chain that the last object opens takes it without testing
+         * the slab's span (same word, same page, same slab), and the
+         * live bitmap refuses it, here or at the owner's collect */
+        char *v[2] = { NULL, slab_last(48) };
+        v[0] = v[1] + 48;
+        if (name[5] == 'r') {
+            in_thread(free_two_bulk, v);
+            sl_purge();
+        } else
+            sl_free_bulk((void **)v, 2);
     } else if (!strcmp(name, "bulk_interior")) {
         void *objs[4];
         sl_alloc_bulk(64, 3, objs);
@@ -435,6 +464,8 @@ static const struct expect cases[] = {
     { "bulk_double_free", "sluice: double free of 0x" },
     { "bulk_unlinked_double_free", "sluice: double free of 0x" },
     { "bulk_interior", "sluice: free of an interior pointer 0x" },
+    { "bulk_slab_tail", "sluice: free of an interior pointer 0x" },
+    { "bulk_remote_slab_tail", "sluice: free of an interior pointer 0x" },
     { "bulk_not_object_start", "sluice: free of an interior pointer 0x" },
     { "cache_wrong_cache", "sluice: sl_cache_free to cache 'beta' of 0x" },
     { "cache_malloc_object", "(a malloc object of size class 64)" },

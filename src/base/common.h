@@ -79,6 +79,20 @@ sl_inline uint64_t bit_clear64(uint64_t v, uintptr_t i)
     return v & ~((uint64_t)1 << (i & 63));
 #endif
 }
+/* Clear bit i mod 64 of *v and say whether it was set: one btr, whose
+ * carry flag is the old bit (bulk free's check-and-take of a live bit). */
+sl_inline bool bit_take64(uint64_t *v, uintptr_t i)
+{
+#if defined(__x86_64__)
+    bool c;
+    __asm__("btrq %2, %0" : "+r"(*v), "=@ccc"(c) : "r"(i) : "cc");
+    return c;
+#else
+    bool c = (*v >> (i & 63)) & 1;
+    *v &= ~((uint64_t)1 << (i & 63));
+    return c;
+#endif
+}
 
 /* Relaxed atomics for single-writer counters and fields that other threads
  * only read: a plain load and store in the generated code, no RMW, but no

@@ -120,8 +120,9 @@ sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *
     uint64_t value = own ? ld_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)]) : ~(uint64_t)0;
     uint64_t avail = value & ~bitmap_bit(p), misaligned = 0;
     uint32_t sum = own ? 0 : remote_sum_bit(lo, p, gsh);
-#define CHAIN_WORD(q)                                                                                                 \
-    if (unlikely((q) >> 10 != wk)) {                                                                                  \
+/* the chain leaves word wk for the word of q */
+#define CHAIN_SWITCH(q)                                                                                               \
+    do {                                                                                                              \
         if (own) {                                                                                                    \
             if (avail != value)                                                                                       \
                 st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);                                                \
@@ -132,20 +133,24 @@ sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *
             sum |= remote_sum_bit(lo, (q), gsh);                                                                       \
         }                                                                                                             \
         wk = (q) >> 10;                                                                                              \
-    }
+    } while (0)
+    /* An entry in the word of the last one is in the same page, so in s
+     * (slabs are whole pages): only a new word is tested against s's span.
+     * A pointer into s's tail past its last object has no live bit, so the
+     * owner's check reports it (here, or at the owner's collect). */
     while (j) {
         uintptr_t q = (uintptr_t)ptrs[j - 1];
-        if (q - lo >= span)
-            break;
+        if (unlikely(q >> 10 != wk)) {
+            if (q - lo >= span)
+                break;
+            CHAIN_SWITCH(q);
+        }
         j--;
         misaligned |= q;
         if (!own && unlikely(q & (SL_GRAIN - 1)))
             chain_bad(ptrs, j, n, q);
-        CHAIN_WORD(q)
-        unsigned sh = (q >> SL_GRAIN_SHIFT) & 63;
-        if (unlikely(!((avail >> sh) & 1)))
+        if (unlikely(!bit_take64(&avail, q >> SL_GRAIN_SHIFT)))
             chain_bad(ptrs, j, n, q);
-        avail ^= (uint64_t)1 << sh; /* set: one btc */
     }
     if (unlikely(misaligned & (SL_GRAIN - 1)))
         chain_bad(ptrs, j, n, 0);
@@ -165,15 +170,14 @@ sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *
         misses = 0;
         if (unlikely(q & (SL_GRAIN - 1)))
             heap_bad_free((void *)q, pagemap_get(q), "free");
-        CHAIN_WORD(q)
-        uint64_t bit = bitmap_bit(q);
-        if (unlikely(!(avail & bit)))
+        if (q >> 10 != wk)
+            CHAIN_SWITCH(q);
+        if (unlikely(!bit_take64(&avail, q >> SL_GRAIN_SHIFT)))
             heap_bad_free((void *)q, pagemap_get(q), "free");
-        avail &= ~bit;
         count++;
         ptrs[j] = NULL;
     }
-#undef CHAIN_WORD
+#undef CHAIN_SWITCH
     if (own && avail != value)
         st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);
     if (!own)
