@@ -556,6 +556,35 @@ static void test_stats_and_purge(void)
     CHECK_EQ(sl_stat("no_such_counter"), 0);
 }
 
+/* The huge cache: best fit, an exact fit taken over a bigger one, and at
+ * most 64 mappings kept (huge.c's HUGE_CACHE_ENTRIES; their bytes, 160
+ * MiB here, are under its byte cap). */
+static void test_huge_cache(void)
+{
+    sl_purge();
+    char *big = sl_malloc(6u << 20), *two = sl_malloc(2u << 20);
+    sl_free(big);
+    sl_free(two);
+    char *again = sl_malloc((2u << 20) - 4096); /* one 2 MiB granule: the exact fit */
+    CHECK(again == two);
+    char *b2 = sl_malloc(5u << 20);
+    CHECK(b2 == big);
+    sl_free(again);
+    sl_free(b2);
+    sl_purge();
+    enum { N = 80 };
+    void *v[N];
+    uint64_t unmaps = sl_stat("huge_unmap");
+    for (int i = 0; i < N; i++)
+        CHECK((v[i] = sl_malloc(2u << 20)) != NULL);
+    for (int i = 0; i < N; i++)
+        sl_free(v[i]);
+    CHECK_EQ(sl_stat("huge_cached_bytes"), (uint64_t)64 << 21);
+    CHECK(sl_stat("huge_unmap") >= unmaps + N - 64);
+    sl_purge();
+    CHECK_EQ(sl_stat("huge_cached_bytes"), 0);
+}
+
 static void test_many_objects(void)
 {
     /* 200k objects of mixed sizes, all content checked, freed in a shuffled order */
@@ -719,6 +748,7 @@ int main(void)
     test_many_objects();
     test_magazine();
     test_stats_and_purge();
+    test_huge_cache();
     test_stats_json();
 #if SL_OVERRIDE
     test_glibc_extensions();

@@ -224,7 +224,8 @@ bool block_commit(struct block *b, unsigned end)
     return true;
 }
 
-static struct block *block_new(enum pb_type type)
+/* A new block for a chunk of `order` (its first take). */
+static struct block *block_new(enum pb_type type, unsigned order)
 {
     /* right below the last block mapped, where the kernel's top-down
      * search puts the next mapping anyway: neighbouring blocks make one
@@ -234,9 +235,14 @@ static struct block *block_new(enum pb_type type)
     if (!b)
         return NULL;
     /* the first step holds the header (the memory is zero: nothing
-     * committed); SLUICE_THP=madvise commits the whole block at once and
-     * asks for a hugepage, which needs the 2 MiB read-write */
+     * committed), and the chunk the caller takes next: in a fresh block
+     * the free chunk of order o >= 5 is pages [2^o, 2^(o+1)) (smaller ones
+     * are split from [32, 64)), so one call commits both (a 1 MiB run: one
+     * mprotect instead of two). SLUICE_THP=madvise commits the whole block
+     * at once and asks for a hugepage, which needs the 2 MiB read-write. */
     unsigned first = sl_opt.thp == THP_MADVISE ? SL_BLOCK_PAGES : BLOCK_COMMIT_STEP;
+    if (first < (2u << order))
+        first = 2u << order < SL_BLOCK_PAGES ? 2u << order : SL_BLOCK_PAGES;
     bool ok = !os_protect(b, (size_t)first << SL_PAGE_SHIFT, true);
     if (ok)
         b->committed = (uint16_t)first;
@@ -408,13 +414,13 @@ static struct block *find_block(enum pb_type type, unsigned order)
         return b;
     }
     bool over = over_budget();
-    if (!over && (b = block_new(type))) {
+    if (!over && (b = block_new(type, order))) {
         wmark_check();
         return b;
     }
     if ((b = block_fallback(type, order)))
         return b;
-    return over ? block_new(type) : NULL;
+    return over ? block_new(type, order) : NULL;
 }
 
 /* Take a run of n pages aligned to 2^align_order pages; *clean says
