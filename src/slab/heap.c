@@ -325,9 +325,12 @@ static void run_free(void *p, struct page *pg)
     if (!__atomic_exchange_n(&pg->run.req, 0, __ATOMIC_RELAXED))
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
     struct heap *h = tls_heap;
+    if (likely(h != &heap_empty) && page_cache_push_run(&h->pcache, p, pg)) {
+        stat_add(h->stats, STAT_free_medium, 1);
+        return;
+    }
     heap_count(h, STAT_free_medium, 1);
-    if (h == &heap_empty || !page_cache_push_run(&h->pcache, p, pg))
-        page_free(h == &heap_empty ? NULL : &h->pcache, p);
+    page_free(h == &heap_empty ? NULL : &h->pcache, p);
 }
 
 /* Free of a live slab object (validated) of any cache: by its owner with no
@@ -380,10 +383,9 @@ void heap_free_block_now(void *p)
     heap_free_object(slab_of_page(page_head(page_of(p))), p);
 }
 
-void heap_free_block_slow(void *p)
+void heap_free_block_slow(void *p, uint32_t t)
 {
     struct heap *h = tls_heap;
-    uint32_t t = ld_relaxed(page_tag((uintptr_t)p));
     struct page *run;
     if (!t && (run = run_head_at((uintptr_t)p))) /* not a malloc slab's page: a medium run first */
         return run_free(p, run);

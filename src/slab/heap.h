@@ -106,7 +106,9 @@ extern __thread struct heap *tls_heap;
 void *heap_alloc_small_slow(struct heap *h, unsigned cls);
 /* Count on h, or globally (slow paths only) when h is heap_empty. */
 void heap_count(struct heap *h, enum sl_stat id, uint64_t n);
-void heap_free_block_slow(void *p);
+/* Free of p in a pageblock that the fast path did not take; t is its page
+ * tag, as the fast path read it. */
+void heap_free_block_slow(void *p, uint32_t t);
 /* Set by the checked mode (api/checked.c): a block free of an address with
  * no live bit goes there instead of being reported at once. */
 extern void (*heap_checked_free)(void *p);
@@ -283,14 +285,14 @@ sl_inline void heap_free_block(void *p)
 {
     uintptr_t a = (uintptr_t)p;
     struct heap *h = tls_heap;
-    uint32_t x = tag_relative(h, ld_relaxed(page_tag(a)));
+    uint32_t t = ld_relaxed(page_tag(a)), x = tag_relative(h, t);
     if (unlikely(x >= TAG_MINE_LIMIT))
-        return heap_free_block_slow(p);
+        return heap_free_block_slow(p, t);
     _Atomic uint64_t *w = bitmap_word(a);
     uint64_t v = ld_relaxed(w);
     uintptr_t bit = a >> SL_GRAIN_SHIFT; /* mod 64: the bit in w */
     if (unlikely(!bit_test64(v, bit)))
-        return heap_free_block_slow(p);
+        return heap_free_block_slow(p, t);
     unsigned cls = x & ((1u << TAG_PAGE_SHIFT) - 1);
     if (unlikely(*mag_cookie(p) == h->cookie))
         return heap_free_cookie_slow(h, p, cls);
@@ -324,8 +326,8 @@ sl_inline size_t heap_run_pages(size_t size)
 }
 
 /* Medium allocations: page runs of PB_RUN blocks through the thread's page
- * cache. align is a power of two (at most 1 MiB). *clean: the run is known
- * to read as zero (calloc need not clear it). */
+ * cache. align is a power of two (at most 1 MiB). *clean (clean may be
+ * NULL): the run is known to read as zero (calloc need not clear it). */
 void *heap_alloc_run(size_t size, size_t align, bool *clean);
 /* Usable size of a live block-backed allocation at p (validated). */
 size_t heap_usable_size(void *p);
