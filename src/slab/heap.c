@@ -383,9 +383,10 @@ void heap_free_block_now(void *p)
     heap_free_object(slab_of_page(page_head(page_of(p))), p);
 }
 
-void heap_free_block_slow(void *p, uint32_t t)
+void heap_free_block_slow(void *p, uint32_t x)
 {
     struct heap *h = tls_heap;
+    uint32_t t = x ^ h->tag; /* the page tag (tag_relative undone) */
     struct page *run;
     if (!t && (run = run_head_at((uintptr_t)p))) /* not a malloc slab's page: a medium run first */
         return run_free(p, run);

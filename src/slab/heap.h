@@ -106,9 +106,10 @@ extern __thread struct heap *tls_heap;
 void *heap_alloc_small_slow(struct heap *h, unsigned cls);
 /* Count on h, or globally (slow paths only) when h is heap_empty. */
 void heap_count(struct heap *h, enum sl_stat id, uint64_t n);
-/* Free of p in a pageblock that the fast path did not take; t is its page
- * tag, as the fast path read it. */
-void heap_free_block_slow(void *p, uint32_t t);
+/* Free of p in a pageblock that the fast path did not take; x is its page
+ * tag as the fast path read it, relative to this thread's heap
+ * (tag_relative: the slow path undoes it, so the fast path keeps no copy). */
+void heap_free_block_slow(void *p, uint32_t x);
 /* Set by the checked mode (api/checked.c): a block free of an address with
  * no live bit goes there instead of being reported at once. */
 extern void (*heap_checked_free)(void *p);
@@ -285,14 +286,14 @@ sl_inline void heap_free_block(void *p)
 {
     uintptr_t a = (uintptr_t)p;
     struct heap *h = tls_heap;
-    uint32_t t = ld_relaxed(page_tag(a)), x = tag_relative(h, t);
+    uint32_t x = tag_relative(h, ld_relaxed(page_tag(a)));
     if (unlikely(x >= TAG_MINE_LIMIT))
-        return heap_free_block_slow(p, t);
+        return heap_free_block_slow(p, x);
     _Atomic uint64_t *w = bitmap_word(a);
     uint64_t v = ld_relaxed(w);
     uintptr_t bit = a >> SL_GRAIN_SHIFT; /* mod 64: the bit in w */
     if (unlikely(!bit_test64(v, bit)))
-        return heap_free_block_slow(p, t);
+        return heap_free_block_slow(p, x);
     unsigned cls = x & ((1u << TAG_PAGE_SHIFT) - 1);
     if (unlikely(*mag_cookie(p) == h->cookie))
         return heap_free_cookie_slow(h, p, cls);
