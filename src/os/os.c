@@ -24,19 +24,25 @@ static bool (*enomem_hook)(void);
 
 void os_set_enomem_hook(bool (*fn)(void)) { enomem_hook = fn; }
 
-static void *map_once(size_t size, int prot)
+/* Pageblocks and huge mappings are MAP_NORESERVE; sluice's own metadata
+ * (os_map) is not, so that the kernel never merges a metadata mapping
+ * with a neighbouring block or huge mapping into one VMA: smaps would
+ * then show the block's hugepages under a mapping that starts outside
+ * sluice's memory (stats/thp.c tells sluice's mappings by their start). */
+#define MAP_DATA (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
+#define MAP_META (MAP_PRIVATE | MAP_ANONYMOUS)
+
+static void *map_once(size_t size, int prot, int flags)
 {
-    return config_fault && fault_hit(FAULT_MMAP)
-               ? MAP_FAILED
-               : mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return config_fault && fault_hit(FAULT_MMAP) ? MAP_FAILED : mmap(NULL, size, prot, flags, -1, 0);
 }
 
-static void *map(size_t size, int prot)
+static void *map(size_t size, int prot, int flags)
 {
     int saved = errno;
-    void *p = map_once(size, prot);
+    void *p = map_once(size, prot, flags);
     if (p == MAP_FAILED && enomem_hook && enomem_hook()) /* address space came back: once more */
-        p = map_once(size, prot);
+        p = map_once(size, prot, flags);
     if (p == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;
@@ -48,14 +54,14 @@ static void *map(size_t size, int prot)
 static void *map_aligned(size_t size, size_t align, int prot, void *hint)
 {
     if (align <= SL_PAGE)
-        return map(size, prot);
+        return map(size, prot, MAP_DATA);
     /* First the exact size, at the hint or (none) where the kernel likes:
      * it fills address space top down, so a size that is a multiple of
      * the alignment mostly lands aligned, in the hole a freed one left or
      * right below the last one. One call instead of three. */
     if (!((uintptr_t)hint & (align - 1)) && !(config_fault && fault_hit(FAULT_MMAP))) {
         int saved = errno;
-        void *p = mmap(hint, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *p = mmap(hint, size, prot, MAP_DATA, -1, 0);
         errno = saved;
         if (p != MAP_FAILED && (hint ? p == hint : !((uintptr_t)p & (align - 1))))
             return p;
@@ -66,7 +72,7 @@ static void *map_aligned(size_t size, size_t align, int prot, void *hint)
         errno = ENOMEM;
         return NULL;
     }
-    uint8_t *p = map(size + align, prot);
+    uint8_t *p = map(size + align, prot, MAP_DATA);
     if (!p)
         return NULL;
     uint8_t *a = (uint8_t *)align_up((uintptr_t)p, align);
@@ -78,7 +84,7 @@ static void *map_aligned(size_t size, size_t align, int prot, void *hint)
     return a;
 }
 
-void *os_map(size_t size) { return map(size, PROT_READ | PROT_WRITE); }
+void *os_map(size_t size) { return map(size, PROT_READ | PROT_WRITE, MAP_META); }
 void *os_map_aligned(size_t size, size_t align) { return map_aligned(size, align, PROT_READ | PROT_WRITE, NULL); }
 void *os_reserve_aligned(size_t size, size_t align, void *hint) { return map_aligned(size, align, PROT_NONE, hint); }
 
