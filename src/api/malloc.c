@@ -45,9 +45,6 @@ static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
     return p;
 }
 
-/* sl_small_limit is SL_SMALL_MAX, or 0 in checked mode (checked.h): the
- * same one compare either way. malloc(0) takes the small path in both, and
- * its class (SL_CLASS_ZERO) sends it to a zone slot. */
 /* malloc above the small limit: a medium run straight from the thread's
  * page cache (no zeroing, no alignment, so no frame to keep), the rest
  * through alloc_large_slow. */
@@ -58,6 +55,9 @@ static sl_noinline void *alloc_large(size_t n)
     return alloc_large_slow(n, 0, false);
 }
 
+/* sl_small_limit is SL_SMALL_MAX, or 0 in checked mode (checked.h): the
+ * same one compare either way. malloc(0) takes the small path in both, and
+ * its class (SL_CLASS_ZERO) sends it to a zone slot. */
 sl_inline void *alloc(size_t n)
 {
     if (likely(n <= sl_small_limit))
