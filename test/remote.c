@@ -17,7 +17,7 @@
 #include "sluice.h"
 #include "t.h"
 
-#define N 40 /* under the batch's 1024 objects and 512 KiB at these sizes */
+#define N 40 /* under the batch's 256 objects and 256 KiB at these sizes */
 
 static void *objs[4096];
 static size_t nobjs, obj_size;
@@ -232,8 +232,8 @@ int main(void)
 {
     test_held_until_drain();
     test_thread_exit();
-    check_limit(50, 16384, 32);   /* the byte limit (512 KiB) pushes every 32nd */
-    check_limit(1500, 32, 1024);  /* the count limit (1024) pushes every 1024th */
+    check_limit(40, 16384, 32); /* the byte limit (256 KiB) pushes every 16th */
+    check_limit(600, 32, 512);  /* the count limit (256) pushes every 256th */
     test_fork();
     test_adopted();
     test_words();

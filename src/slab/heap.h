@@ -65,13 +65,8 @@ struct heap_ids {
 };
 extern struct heap_ids ids_none; /* all keys 0: matches no cache */
 
-/* Measured on bench/crossfree (29 size classes, so a batch holds about
- * RBATCH_CAP / 29 objects a class, and a run of neighbours shares one
- * atomic OR): 256 objects and 256 KiB, 0.0894 s; 1024 and 512 KiB, 0.0818;
- * 1024 and 1 MiB, 0.0800 (medians of 11 interleaved runs). The bytes are
- * other threads' memory held until the flush, so the middle one. */
-#define RBATCH_CAP    1024        /* remote frees batched (remote_batch.c) */
-#define RBATCH_BYTES  (512 << 10)  /* ... and at most this many bytes of them */
+#define RBATCH_CAP    256         /* remote frees batched (remote_batch.c) */
+#define RBATCH_BYTES  (256 << 10)  /* ... and at most this many bytes of them */
 #define HEAP_TAG_NONE 0xfffffe00u /* matches no page tag: heap_empty */
 
 struct heap {
@@ -99,8 +94,6 @@ struct heap {
     uint32_t rbatch_n, rbatch_bytes;     /* owner: remote frees batched, and their bytes */
     void *rbatch[RBATCH_CAP];            /* owner (remote_batch.c) */
     uint8_t rbatch_cls[RBATCH_CAP];      /* owner: each one's size class */
-    uintptr_t rbatch_sorted[RBATCH_CAP]; /* owner: the flush's scratch (not on the
-                                          * stack of whatever called free) */
 };
 
 extern struct heap heap_empty;

@@ -76,7 +76,7 @@ static bool set_word(struct heap *h, const uintptr_t *ps, unsigned k, uint32_t *
 
 void remote_batch_flush(struct heap *h)
 {
-    uintptr_t *v = h->rbatch_sorted;
+    uintptr_t v[RBATCH_CAP];
     unsigned n = h->rbatch_n;
     /* taken whole before anything is pushed (see the top), and grouped by
      * class (a counting sort, stable; a slab's objects are all of one
