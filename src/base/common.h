@@ -57,7 +57,7 @@ sl_inline unsigned popcount64(uint64_t x)
     return (unsigned)((x * 0x0101010101010101ull) >> 56);
 }
 
-/* Bit i mod 64 of v: test, and clear. On x86-64 one bt / btr each, which
+/* Bit i mod 64 of v: test, and take (test and clear). On x86-64 one bt / btr, which
  * take the index mod 64 themselves (the compiler masks it first, and
  * folds a test into neighbouring branches as a shift and four logic ops). */
 sl_inline bool bit_test64(uint64_t v, uintptr_t i)
@@ -68,15 +68,6 @@ sl_inline bool bit_test64(uint64_t v, uintptr_t i)
     return c;
 #else
     return (v >> (i & 63)) & 1;
-#endif
-}
-sl_inline uint64_t bit_clear64(uint64_t v, uintptr_t i)
-{
-#if defined(__x86_64__)
-    __asm__("btrq %1, %0" : "+r"(v) : "r"(i) : "cc");
-    return v;
-#else
-    return v & ~((uint64_t)1 << (i & 63));
 #endif
 }
 /* Clear bit i mod 64 of *v and say whether it was set: one btr, whose
