@@ -271,6 +271,54 @@ static void scenario_purge(void)
     CHECK_EQ(sl_check(), 0);
 }
 
+/* A run that grew in place over a parked run keeps, inside it, the parked
+ * run's descriptor with its run-cache links, which lie where a slab keeps
+ * its owner. Once the pages are free again and made slabs (grouping off:
+ * one pageblock type for both), the slabs a refill parks in the thread's
+ * page cache have no owner (sl_check: "page cache holds a slab that has
+ * an owner" before block_mark_run cleared the slot). */
+static void *linked[3];
+static void *make_linked(void *arg)
+{
+    (void)arg;
+    linked[0] = sl_malloc(64u << 10); /* stays: the pageblock stays mapped */
+    pair[0] = sl_malloc(128u << 10);
+    pair[1] = sl_malloc(128u << 10);
+    linked[1] = sl_malloc(128u << 10);
+    sl_free(pair[1]);
+    sl_free(linked[1]); /* parked first at exit: pair[1] links to it */
+    return NULL;
+}
+
+static void scenario_reslab(void)
+{
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, make_linked, NULL), 0);
+    pthread_join(t, NULL);
+    CHECK((char *)pair[1] == (char *)pair[0] + (128u << 10));
+    CHECK_EQ(sl_stat("parked_bytes"), 256u << 10);
+    void *p = sl_realloc(pair[0], 256u << 10); /* over pair[1] */
+    CHECK(p == pair[0]);
+    sl_free(p);
+    sl_purge(); /* every run back to the buddy lists */
+    CHECK_EQ(sl_stat("parked_bytes"), 0);
+    enum { N = 16384 }; /* 1 MiB of 64-byte objects */
+    static void *obj[N];
+    unsigned inside = 0;
+    for (int i = 0; i < N; i++) {
+        obj[i] = sl_malloc(64);
+        CHECK(obj[i] != NULL);
+        inside += (char *)obj[i] >= (char *)p && (char *)obj[i] < (char *)p + (256u << 10);
+        if (i % 64 == 0)
+            CHECK_EQ(sl_check(), 0);
+    }
+    CHECK(inside > 0); /* the grown run's pages became slabs */
+    for (int i = 0; i < N; i++)
+        sl_free(obj[i]);
+    sl_free(linked[0]);
+    CHECK_EQ(sl_check(), 0);
+}
+
 /* A fork child inherits the parked runs and takes them, as the parent does. */
 static void scenario_fork(void)
 {
@@ -305,7 +353,7 @@ int main(int argc, char **argv)
     } scenarios[] = {
         { "reuse", scenario_reuse, false }, { "fit", scenario_fit, false },   { "cap", scenario_cap, false },
         { "room", scenario_room, false },   { "decay", scenario_decay, true }, { "purge", scenario_purge, false },
-        { "fork", scenario_fork, false },   { "grow", scenario_grow, false },
+        { "fork", scenario_fork, false },   { "grow", scenario_grow, false },   { "reslab", scenario_reslab, false },
 #if SL_FAULT_INJECT
         { "refused", scenario_refused, true },  { "refused_map", scenario_refused_map, false },
 #endif
@@ -319,12 +367,17 @@ int main(int argc, char **argv)
     }
     static const char still[] = "SLUICE_RECLAIMER=off SLUICE_DIRTY_DECAY_MS=3600000 SLUICE_LAZY_DECAY_MS=3600000";
     static const char decaying[] = "SLUICE_RECLAIMER=on SLUICE_DIRTY_DECAY_MS=100 SLUICE_LAZY_DECAY_MS=300";
+    static const char one_type[] = "SLUICE_ANTIFRAG=0 SLUICE_RECLAIMER=off SLUICE_DIRTY_DECAY_MS=3600000 "
+                                   "SLUICE_LAZY_DECAY_MS=3600000";
     static const char refused[] = "SLUICE_FAULT=madvise:every=1 SLUICE_RECLAIMER=on SLUICE_DIRTY_DECAY_MS=100 "
                                   "SLUICE_LAZY_DECAY_MS=300";
     for (int i = 0; i < N; i++) {
         char out[8192];
         size_t n;
-        const char *env = !strcmp(scenarios[i].name, "refused") ? refused : scenarios[i].decays ? decaying : still;
+        const char *env = !strcmp(scenarios[i].name, "refused")  ? refused
+                          : !strcmp(scenarios[i].name, "reslab") ? one_type
+                          : scenarios[i].decays                  ? decaying
+                                                                 : still;
         int status = t_run_self(argv[0], scenarios[i].name, env, out, sizeof out, &n);
         bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (!ok)

@@ -129,6 +129,19 @@ int main(void)
     block_give(b, r, 8);
     CHECK_EQ(b->free_pages, BLOCK_USABLE_PAGES);
     CHECK(!block_take_range(b, 2, 4)); /* header pages are never free */
+
+    /* a run parked in the run cache leaves list links in its descriptor;
+     * the same page made a slab's head reads as a slab with no owner */
+    r = block_take(b, 3);
+    block_mark_run(b, r, 8, PG_RUN);
+    block_pages(b)[r].run.next = block_pages(b) + r + 8;
+    block_pages(b)[r].run.parked = true;
+    block_give(b, r, 8);
+    CHECK_EQ(block_take(b, 3), r);
+    block_mark_run(b, r, 8, PG_SLAB);
+    for (unsigned i = 0; i < sizeof block_pages(b)[r].owner_area; i++)
+        CHECK_EQ(block_pages(b)[r].owner_area[i], 0);
+    block_give(b, r, 8);
     test_states(b);
     return t_done("unit_block");
 }

@@ -5,6 +5,8 @@
  *   order_mask bit o  <=>  free_head[o] != 0
  *   a chunk never covers a header page (indices < BLOCK_HEADER_PAGES)
  */
+#include <string.h>
+
 #include "block.h"
 
 static void list_push(struct block *b, unsigned idx, unsigned order)
@@ -149,6 +151,9 @@ void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind 
         pg[first].run.parked = false; /* the slot may hold a slab's bytes */
     if (kind != PG_SLAB)
         return; /* only slab objects are looked up from inside a run */
+    /* a slab starts with no owner: the slot may hold a run's run-cache
+     * links, and the slab's owner word lies where they were */
+    memset(pg[first].owner_area, 0, sizeof pg[first].owner_area);
     for (unsigned i = first + 1; i < first + n; i++) {
         pg[i].h.kind = PG_TAIL;
         pg[i].h.head = (uint16_t)first;
