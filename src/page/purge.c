@@ -389,6 +389,10 @@ void page_purge_all(void)
     page_release_free_blocks(true); /* the parked runs too */
     purge_spans(PS_DIRTY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
     purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
+    /* a block whose spans another purger (the reclaimer's decay) had off
+     * the free lists at the first release is wholly free again by now:
+     * the waits above came after that purger */
+    page_release_free_blocks(true);
 }
 
 /* A big free with no reclaimer to wake (a single-threaded program): the
