@@ -168,6 +168,46 @@ static void test_fork_magazine_returns(void)
     CHECK_EQ(rc, 0);
 }
 
+/* Forks while another thread takes and gives up slabs of 4000-byte
+ * objects without pause: a child often inherits a slab whose page tags
+ * that thread was writing (slab_set_owner writes them before the owner
+ * word), and sl_check in the child must accept it (it failed in 5-8
+ * children of 300 before heap_check.c knew of it). */
+enum { CHURN_FORKS = 300 };
+static void *slab_churner(void *arg)
+{
+    (void)arg;
+    void *p[64];
+    while (!stop) {
+        for (int i = 0; i < 64; i++)
+            p[i] = sl_malloc(4000);
+        for (int i = 0; i < 64; i++)
+            sl_free(p[i]);
+    }
+    return NULL;
+}
+
+static void test_fork_mid_slab_owner(void)
+{
+    stop = 0;
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, slab_churner, NULL), 0);
+    int bad = 0;
+    for (int i = 0; i < CHURN_FORKS; i++) {
+        usleep(1000);
+        pid_t pid = fork();
+        if (pid == 0) {
+            void *p = sl_malloc(4000); /* the child's own heap works */
+            sl_free(p);
+            _exit(sl_check() != 0);
+        }
+        bad += wait_child(pid) != 0;
+    }
+    stop = 1;
+    pthread_join(t, NULL);
+    CHECK_EQ(bad, 0);
+}
+
 static volatile sig_atomic_t forks_done;
 static pid_t fork_pids[SIGNAL_FORKS];
 
@@ -396,6 +436,8 @@ int main(int argc, char **argv)
     printf("fork with a magazine held: done\n");
     test_fork_with_threads();
     printf("fork with threads: done\n");
+    test_fork_mid_slab_owner();
+    printf("fork while a thread takes and gives up slabs: done\n");
     test_fork_in_signal_handler();
     printf("fork in a signal handler: done\n");
     test_fork_against_stdio();
