@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,6 +115,99 @@ static void two_apart(size_t size, void **a, void **b)
 }
 static void ctor_none(void *p) { (void)p; }
 
+/* free_in_handler_same_slab: another thread's 16-byte objects; this thread
+ * frees the even ones in one sl_free_bulk, holding each slab's remote lock
+ * for most of it, while a 20 us timer's handler frees, in bulk, one odd
+ * object of every slab: it reaches the slab whose lock it interrupted.
+ * Rounds of fresh objects until it lands inside (most first rounds do). */
+enum { HANDLER_OBJS = 1 << 17, HANDLER_SLABS_MAX = 4096, HANDLER_ROUNDS = 50 };
+static void **handler_objs;
+static void *handler_pick[HANDLER_SLABS_MAX][64];
+static size_t handler_nslabs, handler_round;
+static sem_t handler_req, handler_go;
+static void *alloc_for_handler(void *arg)
+{
+    (void)arg;
+    for (;;) { /* the owner stays: its slabs are remote to the main thread */
+        sem_wait(&handler_req);
+        for (size_t i = 0; i < HANDLER_OBJS; i++)
+            handler_objs[i] = sl_malloc(16);
+        sem_post(&handler_go);
+    }
+    return NULL;
+}
+static void handler_free_odd(int sig)
+{
+    (void)sig;
+    void *v[HANDLER_SLABS_MAX];
+    size_t n = 0;
+    if (handler_round >= 64)
+        return;
+    for (size_t k = 0; k < handler_nslabs; k++)
+        if (handler_pick[k][handler_round])
+            v[n++] = handler_pick[k][handler_round];
+    handler_round++;
+    sl_free_bulk(v, n);
+}
+static void free_in_handler_same_slab(void)
+{
+    handler_objs = sl_malloc(HANDLER_OBJS * sizeof *handler_objs);
+    sem_init(&handler_req, 0, 0);
+    sem_init(&handler_go, 0, 0);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* the owner never takes it */
+    pthread_t t;
+    pthread_create(&t, NULL, alloc_for_handler, NULL);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler_free_odd;
+    sigaction(SIGALRM, &sa, NULL);
+    for (int round = 0; round < HANDLER_ROUNDS; round++) {
+        sem_post(&handler_req);
+        sem_wait(&handler_go);
+        /* odd objects by page, so every slab has some: a group ends
+         * where the page changes */
+        memset(handler_pick, 0, sizeof handler_pick);
+        handler_nslabs = handler_round = 0;
+        size_t used = 0;
+        for (size_t i = 1; i < HANDLER_OBJS; i += 2) {
+            if (i > 1 && (uintptr_t)handler_objs[i] >> 12 != (uintptr_t)handler_objs[i - 2] >> 12) {
+                if (++handler_nslabs == HANDLER_SLABS_MAX)
+                    break;
+                used = 0;
+            }
+            if (used < 64)
+                handler_pick[handler_nslabs][used++] = handler_objs[i];
+        }
+        if (handler_nslabs < HANDLER_SLABS_MAX)
+            handler_nslabs++;
+        void **odd = sl_malloc(HANDLER_OBJS / 2 * sizeof *odd);
+        size_t neven = 0;
+        for (size_t i = 0; i < HANDLER_OBJS; i += 2) {
+            odd[neven] = handler_objs[i + 1];
+            handler_objs[neven++] = handler_objs[i];
+        }
+        struct itimerval it = { { 0, 20 }, { 0, 20 } };
+        setitimer(ITIMER_REAL, &it, NULL);
+        sl_free_bulk(handler_objs, neven); /* long: the handler lands inside */
+        struct itimerval off = { { 0, 0 }, { 0, 0 } };
+        setitimer(ITIMER_REAL, &off, NULL);
+        /* the odd objects the handler did not free (the first ones of
+         * each slab's run of odd objects) */
+        for (size_t k = 0, i = 0; k < handler_nslabs; k++) {
+            while (i < neven && odd[i] != handler_pick[k][0])
+                i++;
+            for (size_t r = 0; r < handler_round && i < neven && odd[i] == handler_pick[k][r]; r++)
+                odd[i++] = NULL;
+        }
+        sl_free_bulk(odd, neven);
+        sl_free(odd);
+    }
+}
+
 #if SL_OVERRIDE
 extern void _ZdlPvm(void *, size_t); /* operator delete(void *, size_t) */
 #endif
@@ -122,7 +216,9 @@ static void run_case(const char *name)
 {
     volatile char stack_buf[64];
     char *p;
-    if (!strcmp(name, "double_free_small")) {
+    if (!strcmp(name, "free_in_handler_same_slab")) {
+        free_in_handler_same_slab();
+    } else if (!strcmp(name, "double_free_small")) {
         p = sl_malloc(64);
         sl_free(p);
         sl_free(p);
@@ -483,6 +579,7 @@ static const struct expect cases[] = {
     { "zero_realloc_freed", "sluice: realloc of freed memory at 0x" },
     { "zero_free_sized_wrong", "sluice: sized free with the wrong size: 0x" },
     { "cache_zero_object", "sluice: sl_cache_free to cache 'alpha' of 0x" },
+    { "free_in_handler_same_slab", "sluice: malloc or free from a signal handler that interrupted sluice inside the same slab: 0x" },
     { "zero_read", NULL },
     { "zero_write_after_free", NULL },
 #if SL_OVERRIDE

@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
@@ -205,6 +207,81 @@ static void test_fork_mid_slab_owner(void)
     }
     stop = 1;
     pthread_join(t, NULL);
+    CHECK_EQ(bad, 0);
+}
+
+/* Forks while another thread frees this thread's objects in bulk: a
+ * child often inherits a slab whose remote lock that thread held (slab.h).
+ * The child allocates through the slabs of the class, which collects the
+ * remote frees of each: had fork left the lock held, it would spin for
+ * ever there (2 s alarm). */
+enum { REMOTE_FORKS = 200, REMOTE_RING = 64, REMOTE_BATCH = 256 };
+static void **remote_ring[REMOTE_RING];
+static _Atomic unsigned remote_head, remote_tail;
+
+static void *bulk_remote_freer(void *arg)
+{
+    (void)arg;
+    while (!stop) {
+        unsigned t = atomic_load(&remote_tail);
+        if (t == atomic_load(&remote_head)) {
+            sched_yield();
+            continue;
+        }
+        sl_free_bulk(remote_ring[t % REMOTE_RING], REMOTE_BATCH);
+        free(remote_ring[t % REMOTE_RING]);
+        atomic_store(&remote_tail, t + 1);
+    }
+    return NULL;
+}
+
+static void test_fork_remote_lock_held(void)
+{
+    stop = 0;
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, bulk_remote_freer, NULL), 0);
+    int bad = 0;
+    void **batches[REMOTE_RING];
+    for (int i = 0; i < REMOTE_FORKS; i++) {
+        /* the ring filled at once after the freer has emptied it, so that
+         * fork lands while it frees */
+        while (atomic_load(&remote_tail) != atomic_load(&remote_head))
+            sched_yield();
+        /* runs of 4 objects side by side dealt round the batches, so a
+         * slab gets frees from many batches: after the first one it is
+         * on its owner's notify stack, which the child takes */
+        for (int k = 0; k < REMOTE_RING; k++)
+            batches[k] = malloc(REMOTE_BATCH * sizeof **batches);
+        for (int j = 0; j < REMOTE_RING * REMOTE_BATCH; j++)
+            batches[j / 4 % REMOTE_RING][j / (4 * REMOTE_RING) * 4 + j % 4] = sl_malloc(200);
+        unsigned head = atomic_load(&remote_head);
+        for (int k = 0; k < REMOTE_RING; k++)
+            remote_ring[(head + (unsigned)k) % REMOTE_RING] = batches[k];
+        atomic_store(&remote_head, head + REMOTE_RING);
+        while (atomic_load(&remote_tail) == head) /* it has started */
+            ;
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(2);
+            static void *p[40000];
+            for (int j = 0; j < 40000; j++)
+                if (!(p[j] = sl_malloc(200)))
+                    _exit(3);
+            for (int j = 0; j < 40000; j++)
+                sl_free(p[j]);
+            _exit(sl_check() != 0);
+        }
+        int rc = wait_child(pid);
+        if (rc)
+            fprintf(stderr, "remote-lock fork child %d: status %d\n", i, rc);
+        bad += rc != 0;
+    }
+    stop = 1;
+    pthread_join(t, NULL);
+    for (unsigned k = atomic_load(&remote_tail); k != atomic_load(&remote_head); k++) {
+        sl_free_bulk(remote_ring[k % REMOTE_RING], REMOTE_BATCH);
+        free(remote_ring[k % REMOTE_RING]);
+    }
     CHECK_EQ(bad, 0);
 }
 
@@ -438,6 +515,8 @@ int main(int argc, char **argv)
     printf("fork with threads: done\n");
     test_fork_mid_slab_owner();
     printf("fork while a thread takes and gives up slabs: done\n");
+    test_fork_remote_lock_held();
+    printf("fork while a thread frees remotely in bulk: done\n");
     test_fork_in_signal_handler();
     printf("fork in a signal handler: done\n");
     test_fork_against_stdio();

@@ -1,5 +1,6 @@
-/* Unit: the size-class table and its arithmetic lookup. */
-#include "../src/slab/size_class.h"
+/* Unit: the size-class table and its arithmetic lookup; the remote
+ * summary's groups (slab.h) of every slab length. */
+#include "../src/slab/slab.h"
 #include "t.h"
 
 int main(void)
@@ -34,6 +35,19 @@ int main(void)
         CHECK(pages >= 1 && pages <= 8);
         CHECK(cap >= 2);
         CHECK(pages * 4096u - cap * class_size[c] <= pages * 4096u / 8);
+    }
+    /* every bitmap word of a slab of any length has a group bit, and none
+     * reaches the remote lock bit or the FULL bit */
+    for (unsigned npages = 1; npages <= SL_BLOCK_PAGES; npages++) {
+        unsigned sh = remote_sum_shift(npages);
+        uintptr_t base = (uintptr_t)1 << 30, last = base + (uintptr_t)npages * SL_PAGE - 1;
+        uint32_t first_bit = remote_sum_bit(base, base, sh), last_bit = remote_sum_bit(base, last, sh);
+        if (first_bit != 2 || !last_bit || last_bit & (SLAB_REMOTE_LOCK | SLAB_FULL_BIT) ||
+            (last_bit | (last_bit - 1)) & ~(SLAB_REMOTE_GROUPS | SLAB_FULL_BIT) || (sh && last_bit < 1u << 16)) {
+            CHECK(!"the remote summary's groups cover the slab below the lock bit");
+            fprintf(stderr, "npages=%u shift=%u last bit=%#x\n", npages, sh, last_bit);
+            break;
+        }
     }
     return t_done("unit_size_class");
 }

@@ -13,6 +13,9 @@
  *   4 page heap lock (page.c)  5 meta_lock (meta.c)
  *   6 td_lock, 7 unmap_lock (teardown.c; leaves: a refused mapping under
  *     the page heap or meta lock finishes the teardown queue)
+ *   8 heapless_lock (heap.c; a leaf: a thread with no heap frees into
+ *     another thread's slab under it, so fork never leaves a slab's
+ *     remote lock to a heapless thread: slab.h)
  * The child resets them all, orphans every other thread's heap, unmaps
  * what the teardown queue held (its workers are gone), and lets the
  * reclaimer and the workers start again when they are needed.
@@ -53,7 +56,7 @@ extern void _IO_list_resetlock(void) __attribute__((weak));
 static bool stdio_locked; /* by the forking thread, prepare to parent/child */
 
 /* sluice's locks in the order fork takes them (the numbers above). */
-#define NFORK_LOCKS 9
+#define NFORK_LOCKS 10
 static sl_lock *fork_locks[NFORK_LOCKS];
 static bool fork_held[NFORK_LOCKS]; /* taken by the prepare handler */
 
@@ -61,7 +64,8 @@ static void fork_locks_init(void)
 {
     sl_lock *const order[NFORK_LOCKS] = { checked_fork_lock(), zero_fork_lock(),  heap_fork_lock(),
                                           huge_fork_lock(),    purge_fork_lock(), page_fork_lock(),
-                                          meta_fork_lock(),    teardown_fork_lock(), teardown_unmap_fork_lock() };
+                                          meta_fork_lock(),    teardown_fork_lock(), teardown_unmap_fork_lock(),
+                                          heapless_fork_lock() };
     for (int i = 0; i < NFORK_LOCKS; i++)
         fork_locks[i] = order[i];
 }

@@ -10,9 +10,12 @@
  * thread owns, a count (its objects become unlinked: slab.h; nothing is
  * written into them, so a batch freed long after it was filled costs no
  * miss on its objects, and the slab links them when it next needs them);
- * for another thread's slab, one atomic OR per bitmap word into the
- * remote-free bitmap and one compare-and-swap of the slab's summary
- * (slab.h): nothing is written into the objects there either.
+ * for another thread's slab, its bits set in the remote-free bitmap a
+ * bitmap word at a time under the slab's remote lock, whose release marks
+ * the summary (slab.h): one atomic per slab, and nothing is written into
+ * the objects there either. Another heap's malloc slab is known from the
+ * page tag alone, as in sl_free: its geometry is its class's, and neither
+ * its descriptor nor the live bitmap (lines its owner writes) is read.
  *
  * Every object is still validated a bitmap word at a time: against the
  * live bitmap for this thread's slabs (the bits are cleared here; the
@@ -53,8 +56,9 @@ static struct slab *slab_of_live(void *p)
 /* Publish n objects of slab s: for this thread's slab, their live bits are
  * cleared already and they become unlinked (slab.h: nothing is written into
  * them, no atomics); for another thread's, their remote-free bits are set
- * already and sum marks the slab's summary with one compare-and-swap. */
-static void splice(struct heap *h, struct slab *s, uint32_t sum, unsigned n, bool own)
+ * already under its remote lock (old: the summary it had), and its release
+ * marks the groups sum. */
+static void splice(struct heap *h, struct slab *s, uint32_t old, uint32_t sum, unsigned n, bool own)
 {
     if (own) {
         bool had_free = s->free || s->unlinked;
@@ -65,11 +69,10 @@ static void splice(struct heap *h, struct slab *s, uint32_t sum, unsigned n, boo
             heap_free_local_slow(h, s);
         return;
     }
-    uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
-    bool was_full = remote_mark(slab_remote(s), sum);
+    bool was_full = remote_unlock_marked(s, &h->remote_held, old, sum);
     stat_add(h->stats, STAT_free_remote, n);
-    if (was_full)
-        heap_wake(owner, s);
+    if (was_full) /* a FULL slab stays its owner's until this wakes it */
+        heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
 }
 
 /* A chain met an object whose live bit is gone (double free, or a pointer
@@ -83,18 +86,10 @@ static sl_noinline _Noreturn void chain_bad(void **ptrs, size_t from, size_t to,
     heap_bad_free((void *)q, pagemap_get(q), "free");
 }
 
-/* Another thread's slab: the chain's bits of word w (its address), all set
- * in the remote-free bitmap at once; any already there is a double free. */
-static void remote_word_set(struct slab *s, uintptr_t w, uint64_t m)
-{
-    uint64_t twice = remote_set(w, m);
-    if (unlikely(twice))
-        sl_fatal("double free of", (void *)(w + ((uintptr_t)__builtin_ctzll(twice) << SL_GRAIN_SHIFT)),
-                 "size class", s->size);
-}
-
-/* One chain: the objects of slab s from ptrs[n] (the chain's first, p,
- * validated) down, with a bounded look-ahead. Objects are handled one
+/* One chain: the objects of slab s (npages long, objects of size bytes
+ * filling span bytes of it) from ptrs[n] (the chain's first, p, validated)
+ * down, with a bounded look-ahead. Another thread's slab's descriptor is
+ * not read (the caller may have its geometry from its page tag). Objects are handled one
  * bitmap word at a time; avail holds what may still join the chain from
  * the word, and each object is checked against it before anything is
  * written for it. For this thread's slabs avail starts as the live word,
@@ -109,17 +104,18 @@ static void remote_word_set(struct slab *s, uintptr_t w, uint64_t m)
  * entry of another slab, the second loop: look-ahead, NULL entries,
  * consumed entries set to NULL. own is a constant in each of the two
  * copies. */
-sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *np, bool own)
+sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint32_t size, uintptr_t span,
+                            void **ptrs, size_t *np, bool own)
 {
     size_t n = *np, j = n;
     uintptr_t p = (uintptr_t)ptrs[n], lo = (uintptr_t)slab_base(s);
-    uintptr_t span = (uintptr_t)s->capacity * s->size;
     _Atomic uint64_t *bm = bitmap_word(lo) - ((lo >> 10) & (BLOCK_BITMAP_WORDS - 1)); /* the block's bitmap */
-    unsigned gsh = remote_sum_shift(s->h.npages);
+    unsigned gsh = remote_sum_shift(npages);
     uintptr_t wk = p >> 10; /* the word loaded */
     uint64_t value = own ? ld_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)]) : ~(uint64_t)0;
     uint64_t avail = value & ~bitmap_bit(p), misaligned = 0;
     uint32_t sum = own ? 0 : remote_sum_bit(lo, p, gsh);
+    uint32_t old = own ? 0 : remote_lock(s, &h->remote_held);
 /* the chain leaves word wk for the word of q */
 #define CHAIN_SWITCH(q)                                                                                               \
     do {                                                                                                              \
@@ -128,11 +124,11 @@ sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *
                 st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);                                                \
             value = avail = ld_relaxed(&bm[((q) >> 10) & (BLOCK_BITMAP_WORDS - 1)]);                                  \
         } else {                                                                                                      \
-            remote_word_set(s, wk << 10, ~avail);                                                                     \
+            remote_set(wk << 10, ~avail, size);                                                                       \
             avail = ~(uint64_t)0;                                                                                     \
-            sum |= remote_sum_bit(lo, (q), gsh);                                                                       \
+            sum |= remote_sum_bit(lo, (q), gsh);                                                                      \
         }                                                                                                             \
-        wk = (q) >> 10;                                                                                              \
+        wk = (q) >> 10;                                                                                               \
     } while (0)
     /* An entry in the word of the last one is in the same page, so in s
      * (slabs are whole pages): only a new word is tested against s's span.
@@ -181,8 +177,8 @@ sl_inline void chain_build(struct heap *h, struct slab *s, void **ptrs, size_t *
     if (own && avail != value)
         st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);
     if (!own)
-        remote_word_set(s, wk << 10, ~avail);
-    splice(h, s, sum, count, own);
+        remote_set(wk << 10, ~avail, size);
+    splice(h, s, old, sum, count, own);
     n = first_miss == SIZE_MAX ? 0 : first_miss + 1; /* skip what the chain consumed */
     while (n && !ptrs[n - 1])
         n--;
@@ -206,6 +202,18 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
         void *p = ptrs[--n];
         if (!p)
             continue;
+        /* another heap's malloc slab, from its page tag alone (as a remote
+         * free in sl_free): neither its descriptor nor the live bitmap is
+         * read, the owner checks the bits when it takes them */
+        uint32_t t;
+        if (expect == ANY_CACHE && pagemap_is_block_grain((uintptr_t)p) && (t = ld_relaxed(page_tag((uintptr_t)p))) &&
+            tag_relative(h, t) >= TAG_MINE_LIMIT) {
+            unsigned cls = t & ((1u << TAG_PAGE_SHIFT) - 1), pages = class_pages[cls];
+            uint32_t size = class_size[cls];
+            struct slab *s = slab_of_page(page_of((void *)tag_slab_head(p, t)));
+            chain_build(h, s, pages, size, ((uintptr_t)pages << SL_PAGE_SHIFT) / size * size, ptrs, &n, false);
+            continue;
+        }
         struct slab *s = slab_of_live(p);
         if (!s) { /* runs, huge mappings, and the report of a bad pointer */
             expect == ANY_CACHE ? sl_free(p) : cache_free_id(expect, p);
@@ -213,6 +221,7 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
         }
         if (s->cls != expect && expect != ANY_CACHE)
             cache_wrong_free(expect, s, p);
+        uintptr_t span = (uintptr_t)s->capacity * s->size;
         if (slab_owned_by(s, h)) {
             /* the magazine's objects are live in the bitmap, but free: back
              * to the slabs first, so that the chain's check sees them free */
@@ -221,10 +230,10 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
                 if (!bitmap_test((uintptr_t)p))
                     heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
             }
-            chain_build(h, s, ptrs, &n, true);
+            chain_build(h, s, s->h.npages, s->size, span, ptrs, &n, true);
         }
         else
-            chain_build(h, s, ptrs, &n, false);
+            chain_build(h, s, s->h.npages, s->size, span, ptrs, &n, false);
     }
 }
 

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <time.h>
@@ -266,6 +267,13 @@ void os_futex_wake(_Atomic int *addr, int n)
 {
     int saved = errno;
     syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+    errno = saved;
+}
+
+void os_yield(void)
+{
+    int saved = errno;
+    sched_yield();
     errno = saved;
 }
 

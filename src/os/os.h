@@ -53,6 +53,7 @@ long os_read(int fd, char *buf, size_t cap);
 void  os_futex_wait(_Atomic int *addr, int val);
 void  os_futex_wait_ms(_Atomic int *addr, int val, uint64_t ms); /* or until ms pass */
 void  os_futex_wake(_Atomic int *addr, int n);
+void  os_yield(void);                              /* sched_yield, errno kept */
 void  os_write_err(const char *s, size_t n);        /* write(2) to stderr, all of it */
 
 #endif

@@ -72,7 +72,7 @@ void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
     /* nothing is live, so a remote free not taken yet is a double free
      * (reported by the collect); none must outlive the slab */
     if (atomic_load_explicit(slab_remote(s), memory_order_acquire) & ~SLAB_FULL_BIT)
-        slab_collect(s, heap_mag_of(h, s->cls));
+        slab_collect(s, heap_mag_of(h, s->cls), &h->remote_held);
     atomic_store_explicit(slab_remote(s), 0, memory_order_relaxed);
     slab_unlist(h, s);
     slab_own(s, NULL);
@@ -149,7 +149,7 @@ static bool retire_or_collect(struct heap *h, struct slab *s)
                 slab_list_push(heap_full(h, s->cls), s);
             return false;
         }
-        if (slab_collect(s, heap_mag_of(h, s->cls))) {
+        if (slab_collect(s, heap_mag_of(h, s->cls), &h->remote_held)) {
             stat_add(h->stats, STAT_remote_collect, 1);
             return slab_relink(s);
         }
@@ -196,7 +196,7 @@ struct slab *heap_refill(struct heap *h, unsigned id)
     if (s != &slab_none) {
         if (s->free || slab_relink(s))
             return s;
-        if (slab_collect(s, mag)) {
+        if (slab_collect(s, mag, &h->remote_held)) {
             stat_add(h->stats, STAT_remote_collect, 1);
             slab_relink(s);
             return s;
@@ -214,7 +214,7 @@ struct slab *heap_refill(struct heap *h, unsigned id)
             slab_list_unlink(partial, s);
             s->state = SLAB_CURRENT;
             *cur = s;
-            if (slab_collect(s, mag))
+            if (slab_collect(s, mag, &h->remote_held))
                 stat_add(h->stats, STAT_remote_collect, 1);
             if (s->free || slab_relink(s) || slab_carve(s) || retire_or_collect(h, s))
                 return s;
@@ -333,6 +333,10 @@ static void run_free(void *p, struct page *pg)
     page_free(h == &heap_empty ? NULL : &h->pcache, p);
 }
 
+/* Remote frees by threads that could get no heap (lock order: init.c). */
+static sl_lock heapless_lock = SL_LOCK_INIT;
+sl_lock *heapless_fork_lock(void) { return &heapless_lock; }
+
 /* Free of a live slab object (validated) of any cache: by its owner with no
  * atomics, else into the remote-free bitmap (slab.h). */
 void heap_free_object(struct slab *s, void *p)
@@ -350,7 +354,15 @@ void heap_free_object(struct slab *s, void *p)
         return heap_free_owned(h, s, p, slab_link(s, p), w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
     }
     heap_count(h, STAT_free_remote, 1);
-    if (slab_free_remote(s, p))
+    if (h == &heap_empty) { /* no heap, so no slot for the remote lock: a lock fork takes */
+        lock_acquire(&heapless_lock);
+        bool was_full = slab_free_remote(s, p, NULL);
+        lock_release(&heapless_lock);
+        if (was_full)
+            heap_wake(owner, s);
+        return;
+    }
+    if (slab_free_remote(s, p, &h->remote_held))
         heap_wake(owner, s);
 }
 

@@ -94,6 +94,8 @@ struct heap {
     uint32_t rbatch_n, rbatch_bytes;     /* owner: remote frees batched, and their bytes */
     void *rbatch[RBATCH_CAP];            /* owner (remote_batch.c) */
     uint8_t rbatch_cls[RBATCH_CAP];      /* owner: each one's size class */
+    struct slab *remote_held;            /* owner: the slab whose remote lock its thread
+                                          * is taking or holds (slab.h), for fork */
 };
 
 extern struct heap heap_empty;
@@ -308,8 +310,8 @@ void heap_free_block_now(void *p);
  * unread and unwritten; the batch is flushed when it holds RBATCH_CAP
  * objects or RBATCH_BYTES, and when the thread exits, drains (sl_purge, a
  * watermark boost) or is orphaned by fork. A flush sets each run of
- * objects that share a bitmap word in the remote-free bitmap with one
- * atomic OR, and marks each slab's summary with one compare-and-swap. */
+ * objects that share a bitmap word in the remote-free bitmap, a slab's
+ * words under one hold of its remote lock (slab.h). */
 void remote_batch_add(struct heap *h, void *p, uint32_t t);
 void remote_batch_flush(struct heap *h);
 
@@ -378,6 +380,7 @@ void heap_check_all(void);
 /* Bytes in live slab objects (by size class) and live runs: mallinfo. */
 size_t heap_in_use_bytes(void);
 sl_lock *heap_fork_lock(void); /* heaps_lock, for fork's handlers */
+sl_lock *heapless_fork_lock(void); /* heap.c's heapless_lock, for fork's handlers */
 void heap_fork_child(void);
 
 #endif

@@ -8,10 +8,11 @@
  * objects side by side that share a bitmap word (so one page, so one slab)
  * becomes one mask, each object checked on the way (an object start by
  * its offset in the slab, which the page tag and class give; not twice in
- * the run), and is set in the remote-free bitmap with one atomic OR: a bit
- * already set there is a double free (freed twice in the batch, or by
- * another batch not yet taken), reported at once. A run of words of one
- * slab then marks its summary with one compare-and-swap. The
+ * the run), and is set in the remote-free bitmap with a plain load and
+ * store under the slab's remote lock: a bit already set there is a double
+ * free (freed twice in the batch, or by another batch not yet taken),
+ * reported at once. A run of words of one slab takes the lock once, and
+ * its release marks the summary: one atomic per slab. The
  * owner's live bitmap is not read here: the owner checks each bit it takes
  * against it (a bit not live is a double free, or a pointer that is no
  * object), so neither the live bitmap's line nor any object's moves to
@@ -30,32 +31,22 @@
 #include "../base/fatal.h"
 #include "heap.h"
 
-/* Mark the summary bits sum of the slab whose head page is at head, for n
- * objects whose remote-free bits are set; wake the owner if it was FULL. */
-static void mark_slab(struct heap *h, uintptr_t head, uint32_t sum, unsigned n)
+/* Release slab s's remote lock (old: the summary it had), marking the
+ * groups sum, for n objects whose remote-free bits are set; wake the owner
+ * if it was FULL. */
+static void unlock_slab(struct heap *h, struct slab *s, uint32_t old, uint32_t sum, unsigned n)
 {
     stat_add(h->stats, STAT_free_remote, n);
-    if (remote_mark(page_rhead(head), sum)) {
-        struct slab *s = slab_of_page(page_of((void *)head));
+    if (remote_unlock_marked(s, &h->remote_held, old, sum))
         heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
-    }
 }
 
-/* Set the remote-free bits of ps[0, k) (objects side by side in the batch
- * that share a bitmap word); their page tag in *t. False if the slab changed hands
- * since they were batched (orphaned, or adopted by h): then they were
- * freed one by one. */
-static bool set_word(struct heap *h, const uintptr_t *ps, unsigned k, uint32_t *t)
+/* Under the remote lock of their slab, set the remote-free bits of ps[0, k)
+ * (objects side by side in the batch that share a bitmap word), of
+ * class cls, in the slab at base. */
+static void set_word(const uintptr_t *ps, unsigned k, unsigned cls, uintptr_t base)
 {
-    *t = ld_relaxed(page_tag(ps[0]));
-    if (!*t || tag_relative(h, *t) < TAG_MINE_LIMIT) {
-        for (unsigned i = k; i--;)
-            heap_free_block_now((void *)ps[i]);
-        return false;
-    }
-    unsigned cls = *t & ((1u << TAG_PAGE_SHIFT) - 1);
     uint32_t size = class_size[cls], recip = class_recip[cls];
-    uintptr_t base = tag_slab_head((void *)ps[0], *t);
     uint64_t mask = 0;
     for (unsigned i = 0; i < k; i++) {
         uintptr_t q = ps[i];
@@ -66,12 +57,7 @@ static bool set_word(struct heap *h, const uintptr_t *ps, unsigned k, uint32_t *
             heap_bad_free((void *)q, (uintptr_t)block_of((void *)q) | PM_BLOCK, "free");
         mask |= bit;
     }
-    uint64_t twice = remote_set(ps[0], mask);
-    if (unlikely(twice)) /* freed by another thread (or batch) already, not yet taken */
-        sl_fatal("double free of",
-                 (void *)(align_down(ps[0], 64 * SL_GRAIN) + ((uintptr_t)__builtin_ctzll(twice) << SL_GRAIN_SHIFT)),
-                 "size class", size);
-    return true;
+    remote_set(ps[0], mask, size);
 }
 
 void remote_batch_flush(struct heap *h)
@@ -94,29 +80,41 @@ void remote_batch_flush(struct heap *h)
     h->rbatch_n = 0;
     __atomic_store_n(&h->rbatch_bytes, 0, __ATOMIC_RELAXED); /* mallinfo reads it */
     atomic_signal_fence(memory_order_seq_cst);
-    /* each word's objects one OR; a slab's words one summary mark */
-    uintptr_t head = 0;
-    uint32_t sum = 0;
+    /* a run of one slab's words under one hold of its remote lock */
+    struct slab *locked = NULL;
+    uint32_t old = 0, sum = 0;
     unsigned count = 0;
     for (unsigned i = 0, j; i < n; i = j) {
         for (j = i + 1; j < n && v[j] >> 10 == v[i] >> 10; j++)
             ;
-        uint32_t t;
-        if (!set_word(h, &v[i], j - i, &t))
+        uint32_t t = ld_relaxed(page_tag(v[i]));
+        if (!t || tag_relative(h, t) < TAG_MINE_LIMIT) {
+            /* the slab changed hands since they were batched (orphaned,
+             * or adopted by h): freed one by one, no remote lock held */
+            if (locked)
+                unlock_slab(h, locked, old, sum, count);
+            locked = NULL;
+            for (unsigned k = j; k-- > i;)
+                heap_free_block_now((void *)v[k]);
             continue;
+        }
+        unsigned cls = t & ((1u << TAG_PAGE_SHIFT) - 1);
         uintptr_t hd = tag_slab_head((void *)v[i], t);
-        if (hd != head) {
-            if (head)
-                mark_slab(h, head, sum, count);
-            head = hd;
+        struct slab *s = slab_of_page(page_of((void *)hd));
+        if (s != locked) {
+            if (locked)
+                unlock_slab(h, locked, old, sum, count);
+            locked = s;
+            old = remote_lock(s, &h->remote_held);
             sum = 0;
             count = 0;
         }
-        sum |= remote_sum_bit(hd, v[i], remote_sum_shift(class_pages[t & ((1u << TAG_PAGE_SHIFT) - 1)]));
+        set_word(&v[i], j - i, cls, hd);
+        sum |= remote_sum_bit(hd, v[i], remote_sum_shift(class_pages[cls]));
         count += j - i;
     }
-    if (head)
-        mark_slab(h, head, sum, count);
+    if (locked)
+        unlock_slab(h, locked, old, sum, count);
 }
 
 void remote_batch_add(struct heap *h, void *p, uint32_t t)

@@ -4,6 +4,7 @@
 #include "slab.h"
 
 #include "../base/fatal.h"
+#include "../os/os.h"
 
 /* In .bss (filled at the first heap's creation), not .data: a 20 KiB
  * initialised table would be paged in whole at load. */
@@ -113,13 +114,17 @@ static sl_noinline _Noreturn void collect_bad(struct slab *s, uintptr_t w, uint6
 }
 
 /* Move word w's remote-free bits out of the live bitmap; how many. The
- * magazine's objects are live there but free: masked out of the check. */
+ * magazine's objects are live there but free: masked out of the check.
+ * Under the remote lock; the remote word is cleared before the live one,
+ * so a thread that fork stops between the two leaves objects live (a
+ * bounded leak), never a remote bit on an object that is not. */
 static unsigned collect_word(struct slab *s, uintptr_t w, void **mag)
 {
     _Atomic uint64_t *rw = rbitmap_word(w);
-    if (!ld_relaxed(rw))
+    uint64_t m = ld_relaxed(rw);
+    if (!m)
         return 0;
-    uint64_t m = atomic_exchange_explicit(rw, 0, memory_order_acquire); /* the freeing threads were done with the objects */
+    st_relaxed(rw, 0);
     _Atomic uint64_t *bw = bitmap_word(w);
     uint64_t v = ld_relaxed(bw), live = v;
     for (; mag && *mag; mag++)
@@ -131,13 +136,12 @@ static unsigned collect_word(struct slab *s, uintptr_t w, void **mag)
     return (unsigned)popcount64(m);
 }
 
-unsigned slab_collect(struct slab *s, void **mag)
+unsigned slab_collect(struct slab *s, void **mag, struct slab **held)
 {
-    _Atomic uint32_t *rh = slab_remote(s);
-    uint32_t sum = atomic_load_explicit(rh, memory_order_relaxed);
-    if (!(sum & ~SLAB_FULL_BIT))
+    uint32_t sum = atomic_load_explicit(slab_remote(s), memory_order_relaxed);
+    if (!(sum & ~SLAB_FULL_BIT)) /* no group marked, and not locked */
         return 0;
-    sum = atomic_exchange_explicit(rh, 0, memory_order_acquire) >> 1;
+    sum = remote_lock(s, held) >> 1;
     uintptr_t base = (uintptr_t)slab_base(s), end = base + ((uintptr_t)s->h.npages << SL_PAGE_SHIFT);
     unsigned sh = remote_sum_shift(s->h.npages), n = 0;
     for (; sum; sum &= sum - 1) {
@@ -145,6 +149,7 @@ unsigned slab_collect(struct slab *s, void **mag)
         for (unsigned k = 0; k < 1u << sh && w < end; k++, w += 64 * SL_GRAIN)
             n += collect_word(s, w, mag);
     }
+    remote_unlock(s, held, 0);
     s->unlinked = (uint16_t)(s->unlinked + n);
     s->used = (uint16_t)(s->used - n);
     return n;
@@ -154,19 +159,68 @@ unsigned slab_remote_take_all(struct slab *s)
 {
     uintptr_t base = (uintptr_t)slab_base(s), end = base + ((uintptr_t)s->h.npages << SL_PAGE_SHIFT);
     unsigned n = 0;
-    atomic_store_explicit(slab_remote(s), 0, memory_order_relaxed);
-    for (uintptr_t w = base; w < end; w += 64 * SL_GRAIN)
-        if (ld_relaxed(rbitmap_word(w)))
-            n += (unsigned)popcount64(atomic_exchange_explicit(rbitmap_word(w), 0, memory_order_relaxed));
+    remote_lock(s, NULL);
+    for (uintptr_t w = base; w < end; w += 64 * SL_GRAIN) {
+        n += (unsigned)popcount64(ld_relaxed(rbitmap_word(w)));
+        st_relaxed(rbitmap_word(w), 0);
+    }
+    remote_unlock(s, NULL, 0);
     return n;
 }
 
-bool slab_free_remote(struct slab *s, void *p)
+bool slab_free_remote(struct slab *s, void *p, struct slab **held)
 {
     uintptr_t q = (uintptr_t)p, base = (uintptr_t)slab_base(s);
-    if (remote_set(q, bitmap_bit(q)))
-        sl_fatal("double free of", p, "size class", s->size);
-    return remote_mark(slab_remote(s), remote_sum_bit(base, q, remote_sum_shift(s->h.npages)));
+    uint32_t old = remote_lock(s, held);
+    remote_set(q, bitmap_bit(q), s->size);
+    return remote_unlock_marked(s, held, old, remote_sum_bit(base, q, remote_sum_shift(s->h.npages)));
+}
+
+void remote_double_free(uintptr_t q, uint64_t twice, uint32_t size)
+{
+    sl_fatal("double free of",
+             (void *)(align_down(q, 64 * SL_GRAIN) + ((uintptr_t)__builtin_ctzll(twice) << SL_GRAIN_SHIFT)),
+             "size class", size);
+}
+
+/* Spin for a lock held by another thread, for a few dozen plain stores
+ * unless it was preempted: then yield. */
+uint32_t remote_lock_slow(struct slab *s, struct slab **held)
+{
+    if (held) { /* a signal handler that interrupted this thread inside a remote lock (a
+                 * free into the slab, or its owner's collection) */
+        if (*held == s)
+            sl_fatal("malloc or free from a signal handler that interrupted sluice inside the same slab:",
+                     slab_base(s), "size class", s->size);
+        /* another slab: its lock is held by this thread; this one is
+         * taken unrecorded (a fork from a handler inside this handler
+         * would leave it to the thread itself) */
+        return remote_lock(s, NULL);
+    }
+    _Atomic uint32_t *rh = slab_remote(s);
+    for (unsigned spins = 0;; spins++) {
+        uint32_t old = ld_relaxed(rh);
+        if (!(old & SLAB_REMOTE_LOCK)) {
+            if (atomic_compare_exchange_weak_explicit(rh, &old, old | SLAB_REMOTE_LOCK, memory_order_acquire,
+                                                      memory_order_relaxed))
+                return old;
+            continue;
+        }
+        if (spins < 64)
+            cpu_relax();
+        else
+            os_yield();
+    }
+}
+
+bool slab_remote_unstick(struct slab *s)
+{
+    _Atomic uint32_t *rh = slab_remote(s);
+    uint32_t v = ld_relaxed(rh);
+    if (!(v & SLAB_REMOTE_LOCK))
+        return false;
+    st_relaxed(rh, SLAB_REMOTE_GROUPS);
+    return v & SLAB_FULL_BIT;
 }
 
 void slab_repair(struct slab *s)

@@ -7,22 +7,30 @@
  * their constructed state while free, so the link sits after the object
  * (the kernel's SLUB does the same). Three lists:
  *   free    owner-private freelist: alloc pops, owner frees push. No atomics.
- *   remote  frees by other threads, on no list: a freeing thread sets the
- *           objects' bits in the block's remote-free bitmap (block.h), one
- *           atomic OR per bitmap word (a bit already set there is a double
- *           free, reported), then marks the slab's summary word with one
- *           compare-and-swap: bit 0 is SLAB_FULL_BIT, bit g + 1 says that
- *           words g << sh .. of the slab may hold bits (sh: remote_sum_shift,
- *           so that 31 bits cover the slab). Nothing is written into the
- *           objects and nothing into the live bitmap, so a remote free
- *           pulls no line its owner writes. The owner takes the summary
- *           (atomic exchange) on its slow path, then each marked word's
- *           bits (exchange), checks them against the live bitmap (a bit
- *           not live there is a double free) and clears them there; the
- *           objects become unlinked (below). The summary word is not in
- *           struct slab but in the block's remote heads (block.h).
- *           Objects with bits in the remote-free bitmap count as used, so a
- *           slab is released only when it has none (slab_release checks).
+ *   remote  frees by other threads, on no list: they go to the block's
+ *           remote-free bitmap (block.h) under the slab's remote lock, bit
+ *           31 of the slab's summary word (the word is not in struct slab
+ *           but in the block's remote heads). A freeing thread takes the
+ *           lock with one compare-and-swap, sets the objects' bits with
+ *           plain loads and stores (a bit already set is a double free,
+ *           reported), and releases it with one store that also marks the
+ *           summary: bit 0 is SLAB_FULL_BIT (cleared), bit g + 1 says that
+ *           words g << sh .. of the slab may hold bits (sh:
+ *           remote_sum_shift, so that 30 bits cover the slab). So a batch
+ *           of one slab's objects costs one atomic, however many words it
+ *           spans. Nothing is written into the objects and nothing into
+ *           the live bitmap, so a remote free pulls no line its owner
+ *           writes. The owner takes the lock on its slow path, takes each
+ *           marked word's bits, checks them against the live bitmap (a bit
+ *           not live there is a double free) and clears them there, and
+ *           releases the lock with the summary cleared; the objects become
+ *           unlinked (below). Objects with bits in the remote-free bitmap
+ *           count as used, so a slab is released only when it has none
+ *           (slab_release checks).
+ *           The lock is a spin lock held for a few dozen plain stores; a
+ *           thread records the slab it locks in its heap (remote_held), so
+ *           a fork child frees the locks of the threads fork left behind
+ *           (slab_remote_unstick).
  *   carve   objects never handed out yet are carved lazily, a page at a
  *           time, so a fresh slab touches only what it uses.
  *   unlinked  objects the owner freed in bulk (bulk.c) or took from the
@@ -85,6 +93,8 @@ sl_inline uintptr_t slab_owner_word(struct heap *h, unsigned id)
 
 enum slab_state { SLAB_CURRENT = 1, SLAB_PARTIAL, SLAB_FULL, SLAB_NOTIFY };
 #define SLAB_FULL_BIT 1u
+#define SLAB_REMOTE_LOCK (1u << 31)
+#define SLAB_REMOTE_GROUPS 0x7ffffffeu /* every group's summary bit */
 
 struct slab {
     struct page_hdr h;          /* page layer: kind PG_SLAB, npages */
@@ -105,11 +115,11 @@ sl_inline struct slab *slab_of_page(struct page *pg) { return (struct slab *)(vo
 /* The remote-free summary word of slab s (see above). */
 sl_inline _Atomic uint32_t *slab_remote(struct slab *s) { return page_rhead((uintptr_t)page_addr((struct page *)(void *)s)); }
 /* The summary's word-group shift for a slab of npages pages: 4 bitmap words
- * (1 KiB each) per page, at most 31 groups. */
+ * (1 KiB each) per page, at most 30 groups. */
 sl_inline unsigned remote_sum_shift(unsigned npages)
 {
     unsigned sh = 0;
-    while (((npages * (SL_PAGE >> 10) - 1) >> sh) >= 31)
+    while (((npages * (SL_PAGE >> 10) - 1) >> sh) >= 30)
         sh++;
     return sh;
 }
@@ -118,25 +128,58 @@ sl_inline uint32_t remote_sum_bit(uintptr_t base, uintptr_t q, unsigned sh)
 {
     return 2u << ((q - base) >> 10 >> sh);
 }
-/* Mark summary bits sum (remote-free bits are set) at rh with one CAS;
- * the FULL bit goes. True if it was set: the caller must tell the owner
- * (heap_wake). */
-sl_inline bool remote_mark(_Atomic uint32_t *rh, uint32_t sum)
+uint32_t remote_lock_slow(struct slab *s, struct slab **held);
+/* Take s's remote lock; returns the summary as it was (lock bit clear).
+ * held: the slot of the heap on whose behalf this thread works
+ * (heap.remote_held), or NULL under a lock that fork takes. */
+sl_inline uint32_t remote_lock(struct slab *s, struct slab **held)
 {
-    uint32_t old = atomic_load_explicit(rh, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(rh, &old, (old & ~SLAB_FULL_BIT) | sum, memory_order_acq_rel,
-                                                  memory_order_relaxed))
-        ;
-    return old & SLAB_FULL_BIT;
+    _Atomic uint32_t *rh = slab_remote(s);
+    if (held) {
+        if (unlikely(*held))
+            return remote_lock_slow(s, held); /* a signal handler inside this thread's lock */
+        *held = s;
+        atomic_signal_fence(memory_order_seq_cst); /* the slot before the lock: fork sees it */
+    }
+    uint32_t old = ld_relaxed(rh) & ~SLAB_REMOTE_LOCK;
+    if (likely(atomic_compare_exchange_weak_explicit(rh, &old, old | SLAB_REMOTE_LOCK, memory_order_acquire,
+                                                     memory_order_relaxed)))
+        return old;
+    return remote_lock_slow(s, NULL);
 }
-/* Set the remote-free bits m of a word (the objects were live and not in
- * the word's bits already: checked by the caller before, or by the owner
- * after); returns the bits of m that were set already: double frees.
- * Release: the owner may take the bits (acquire) before the summary is
- * marked, and then writes into the objects. */
-sl_inline uint64_t remote_set(uintptr_t q, uint64_t m)
+/* Release s's remote lock, the summary becoming sum. Release: the owner
+ * that takes the lock next may reuse the objects whose bits were set. */
+sl_inline void remote_unlock(struct slab *s, struct slab **held, uint32_t sum)
 {
-    return atomic_fetch_or_explicit(rbitmap_word(q), m, memory_order_release) & m;
+    atomic_store_explicit(slab_remote(s), sum, memory_order_release);
+    if (held && *held == s) { /* not a nested hold's (remote_lock_slow) */
+        atomic_signal_fence(memory_order_seq_cst);
+        *held = NULL;
+    }
+}
+/* A remote-free bit found set already: a double free (freed by another
+ * thread or batch, not yet taken). Reports the first of twice, in the
+ * word at q, and aborts. */
+_Noreturn void remote_double_free(uintptr_t q, uint64_t twice, uint32_t size);
+/* Under s's remote lock: set the remote-free bits m of the word at q (the
+ * objects were live: checked by the caller before, or by the owner
+ * after), objects of size bytes; a bit of m set already is a double free,
+ * reported. */
+sl_inline void remote_set(uintptr_t q, uint64_t m, uint32_t size)
+{
+    _Atomic uint64_t *w = rbitmap_word(q);
+    uint64_t v = ld_relaxed(w);
+    if (unlikely(v & m))
+        remote_double_free(q, v & m, size);
+    st_relaxed(w, v | m);
+}
+/* Release s's remote lock after a remote free that set bits in the groups
+ * of sum: the FULL bit goes. True if it was set (old: the summary
+ * remote_lock returned): the caller must tell the owner (heap_wake). */
+sl_inline bool remote_unlock_marked(struct slab *s, struct slab **held, uint32_t old, uint32_t sum)
+{
+    remote_unlock(s, held, (old & ~SLAB_FULL_BIT) | sum);
+    return old & SLAB_FULL_BIT;
 }
 sl_inline uint8_t *slab_base(struct slab *s) { return page_addr((struct page *)(void *)s); }
 sl_inline void **slab_link(struct slab *s, void *p) { return (void **)((uint8_t *)p + s->link_off); }
@@ -165,14 +208,19 @@ bool slab_relink(struct slab *s);
  * from the top, NULL-ended, or NULL: those are live there but free, so a
  * remote free of one is a double free), cleared there, and the objects
  * become unlinked. Returns the number taken. */
-unsigned slab_collect(struct slab *s, void **mag);
+unsigned slab_collect(struct slab *s, void **mag, struct slab **held);
 /* Take every remote-free bit of the slab's range, whatever the summary
- * says (a slab being released or discarded); returns how many. */
+ * says (a slab being discarded, under a lock fork takes); returns how many. */
 unsigned slab_remote_take_all(struct slab *s);
 /* Remote free (another thread's slab; p validated): one bit and the
- * summary; returns true if the slab was FULL and the caller must notify
- * its owner. */
-bool slab_free_remote(struct slab *s, void *p);
+ * summary under the remote lock (held: see remote_lock); returns true if
+ * the slab was FULL and the caller must notify its owner. */
+bool slab_free_remote(struct slab *s, void *p, struct slab **held);
+/* In a fork child: s's remote lock was held by a thread that fork left
+ * behind (its heap's remote_held). Free it, with every group marked (the
+ * thread may have set some bits); true if the FULL bit was set, which the
+ * holder would have cleared: the caller tells the owner (heap_wake). */
+bool slab_remote_unstick(struct slab *s);
 /* Make the counts of a slab whose owner may have stopped mid-operation (a
  * thread that did not survive fork) agree again: objects on the free list
  * are not live, carved objects neither live nor free go on the free list
