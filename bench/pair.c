@@ -1,18 +1,39 @@
-/* The smallest allocation loop: N times malloc(64) then free of it, the
- * pointer kept through a volatile so neither call can be elided. Run by
- * bench/pair.sh under callgrind, which counts the instructions of a pair
- * as (I(2N) - I(N)) / N: start-up cancels out, the loop's own few
- * instructions stay in. */
-#include <stdlib.h>
+/* The smallest allocation loop: N times malloc then free of it, the
+ * pointer kept through a volatile so neither call can be elided.
+ *   bench_pair N          malloc(64): bench/pair.sh runs it under
+ *                         callgrind, which counts the instructions of a
+ *                         pair as (I(2N) - I(N)) / N (start-up cancels
+ *                         out, the loop's own few instructions stay in)
+ *   bench_pair N mixed    a random size of 8-64 bytes each pair (4 classes,
+ *                         the next pair's class the same one time in four)
+ *   bench_pair N runs     4 pairs of 16 bytes, 4 of 32, and so on
+ * The two last print seconds= for timing: one size, or classes that
+ * always change, let the core predict which loads depend on the last
+ * free's stores; these two do not. */
+#include <string.h>
+
+#include "common.h"
 
 int main(int argc, char **argv)
 {
     void *volatile p;
     long n = argc > 1 ? atol(argv[1]) : 1000000;
+    int mode = argc > 2 ? (!strcmp(argv[2], "mixed") ? 1 : !strcmp(argv[2], "runs") ? 2 : 0) : 0;
+    if (mode == 0) {
+        for (long i = 0; i < n; i++) {
+            p = malloc(64);
+            free(p);
+        }
+        (void)p;
+        return 0;
+    }
+    unsigned long long seed = 7;
+    double t0 = now();
     for (long i = 0; i < n; i++) {
-        p = malloc(64);
+        size_t size = mode == 1 ? 8 + rng(&seed) % 57 : (size_t)16 << ((i >> 2) & 1);
+        p = malloc(size);
         free(p);
     }
-    (void)p;
+    printf("seconds=%.6f\n", now() - t0);
     return 0;
 }
