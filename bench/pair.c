@@ -6,7 +6,7 @@
  *                         out, the loop's own few instructions stay in)
  *   bench_pair N mixed    a random size of 8-64 bytes each pair (4 classes,
  *                         the next pair's class the same one time in four)
- *   bench_pair N runs     4 pairs of 16 bytes, 4 of 32, and so on
+ *   bench_pair N runs     4 pairs of 16 bytes, then 4 of 32, repeated
  * Each prints seconds= for timing. One size, or classes that always
  * change, let the core predict which loads depend on the last free's
  * stores; the two last do not. */
