@@ -281,8 +281,9 @@ static void run_case(const char *name)
         sl_purge();              /* the owner collects: the bit is not live */
     } else if (!strcmp(name, "double_free_remote_release")) {
         /* a user cache (no magazine): p freed by another thread and by its
-         * owner; its slab empties while another is partial and is released
-         * before the owner collects: the release takes the bit, not live */
+         * owner; its slab empties while another is partial, stays as a
+         * spare (heap.c slab_spare_room) and is released by sl_purge before
+         * the owner collects: the release takes the bit, not live */
         sl_cache_t *c = sl_cache_create("rel", 256, 0, 0, NULL);
         enum { N = 200 };
         static void *o[N];
@@ -298,6 +299,7 @@ static void run_case(const char *name)
         sl_cache_free(c, o[0]);
         for (int i = 1; i < k; i++)
             sl_cache_free(c, o[i]);
+        sl_purge();
     } else if (!strcmp(name, "bulk_remote_interior")) {
         /* an interior pointer joins the remote chain that b opens (the
          * chain checks the span and the alignment, not the live bitmap):

@@ -66,7 +66,7 @@ static void splice(struct heap *h, struct slab *s, uint32_t old, uint32_t sum, u
         s->used = (uint16_t)(s->used - n);
         stat_add(h->stats, STAT_free_small, n);
         if (!had_free || (!s->used && s->state != SLAB_CURRENT))
-            heap_free_local_slow(h, s);
+            heap_free_local_slow(h, s, true);
         return;
     }
     bool was_full = remote_unlock_marked(s, &h->remote_held, old, sum);

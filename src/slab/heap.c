@@ -253,8 +253,26 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
 
 /* ---- free slow paths --------------------------------------------------- */
 
+/* An empty slab s on the partial list goes back to the page layer unless
+ * the list is short: one empty slab stays as a spare, so a cache that
+ * oscillates around a slab boundary does not rebuild a slab on every
+ * other call; after a bulk free, up to SLAB_SPARE_BYTES of its cache's
+ * slabs do, so a batch that empties whole slabs does not rebuild them when
+ * as many objects are allocated again (one by one, the magazine keeps a
+ * slab from emptying). Spares go back with the other empty slabs at a
+ * thread's exit, sl_purge and a watermark boost (heaps.c reclaim_id). */
+#define SLAB_SPARE_BYTES (64u << 10)
+static bool slab_spare_room(struct heap *h, struct slab *s, bool bulk)
+{
+    unsigned keep = bulk ? SLAB_SPARE_BYTES / ((unsigned)slab_geom[s->cls].pages << SL_PAGE_SHIFT) : 1, n = 0;
+    for (struct slab *t = *heap_partial(h, s->cls); t; t = t->next)
+        if (++n > (keep ? keep : 1))
+            return false;
+    return true;
+}
+
 /* The owner freed into s and its freelist had been empty, or s became empty. */
-void heap_free_local_slow(struct heap *h, struct slab *s)
+void heap_free_local_slow(struct heap *h, struct slab *s, bool bulk)
 {
     if (s->state == SLAB_FULL) {
         uint32_t expected = SLAB_FULL_BIT;
@@ -271,11 +289,7 @@ void heap_free_local_slow(struct heap *h, struct slab *s)
             s->state = SLAB_NOTIFY; /* a remote freer is pushing it to notify */
         }
     }
-    /* An empty slab goes back to the page layer unless it is the only
-     * partial slab of its cache: that one is kept as a spare, so a cache
-     * that oscillates around a slab boundary does not rebuild a slab on
-     * every other call. */
-    if (!s->used && s->state == SLAB_PARTIAL && (s->prev || s->next))
+    if (!s->used && s->state == SLAB_PARTIAL && !slab_spare_room(h, s, bulk))
         slab_release(h, s, &h->pcache);
 }
 

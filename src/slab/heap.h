@@ -212,7 +212,9 @@ sl_inline void *heap_alloc_small(size_t n)
     return p;
 }
 
-void heap_free_local_slow(struct heap *h, struct slab *s);
+/* The owner freed into s (bulk: a chain of sl_free_bulk) and its free list
+ * had been empty, or s became empty. */
+void heap_free_local_slow(struct heap *h, struct slab *s, bool bulk);
 /* For the bulk and cache layers: make h->cur[id] a slab with free objects
  * (NULL + ENOMEM); tell a slab's owner that a FULL slab got remote frees. */
 struct slab *heap_refill(struct heap *h, unsigned id);
@@ -232,7 +234,7 @@ sl_inline void slab_push_owned(struct heap *h, struct slab *s, void *p, void **l
      * not the current one (the current slab emptying is the common case of
      * an alloc/free pair and needs nothing) */
     if (unlikely(!f) || unlikely(!s->used && s->state != SLAB_CURRENT))
-        heap_free_local_slow(h, s);
+        heap_free_local_slow(h, s, false);
 }
 
 /* Free of p (validated, its bitmap word w to become v) into slab s that
