@@ -72,7 +72,7 @@ void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
     /* nothing is live, so a remote free not taken yet is a double free
      * (reported by the collect); none must outlive the slab */
     if (atomic_load_explicit(slab_remote(s), memory_order_acquire) & ~SLAB_FULL_BIT)
-        slab_collect(s, heap_mag_of(h, s->cls), &h->remote_held);
+        slab_collect(s, heap_mag_of(h, s->cls), &h->remote_held, NULL);
     atomic_store_explicit(slab_remote(s), 0, memory_order_relaxed);
     slab_unlist(h, s);
     slab_own(s, NULL);
@@ -133,10 +133,40 @@ void take_woken(struct heap *h, unsigned id)
     }
 }
 
+/* Lay out h's idle magazine of class cls (heap.h), empty. */
+static void mag_layout(struct heap *h, unsigned cls)
+{
+    *mag_mark(h, cls) = MAG_LIMIT;
+    *mag_end(h, cls) = NULL;
+    mag_set(h, cls, mag_end(h, cls));
+}
+
+/* Collect the remote frees of s, a slab of h's. With fill (a malloc slow
+ * path, so the magazine of s's class is empty), they go into that
+ * magazine while it has room, as if the owner had freed them: no live bit
+ * is cleared, no free list is built, and the mallocs that follow pop them
+ * on the fast path; the rest become unlinked. */
+static unsigned collect(struct heap *h, struct slab *s, bool fill)
+{
+    unsigned cls = s->cls;
+    if (!fill)
+        return slab_collect(s, heap_mag_of(h, cls), &h->remote_held, NULL);
+    if (h->mag_top[cls] == MAG_IDLE)
+        mag_layout(h, cls);
+    struct mag_fill f = { .top = h->mag_top[cls], .mark = mag_mark(h, cls), .cookie = h->cookie };
+    unsigned n = slab_collect(s, f.top, &h->remote_held, &f);
+    mag_set(h, cls, f.top);
+    return n;
+}
+
+/* Has a collect with fill put objects into h's magazine of class cls? */
+static bool mag_filled(struct heap *h, unsigned cls, bool fill) { return fill && *h->mag_top[cls]; }
+
 /* An exhausted slab leaves the current position: it becomes FULL, unless
  * remote frees arrived meanwhile; then they are collected and it stays.
- * Returns true if s has free objects again. */
-static bool retire_or_collect(struct heap *h, struct slab *s)
+ * Returns true if s has free objects again (or, with fill, put some into
+ * the magazine). */
+static bool retire_or_collect(struct heap *h, struct slab *s, bool fill)
 {
     for (;;) {
         uint32_t expected = 0;
@@ -149,9 +179,9 @@ static bool retire_or_collect(struct heap *h, struct slab *s)
                 slab_list_push(heap_full(h, s->cls), s);
             return false;
         }
-        if (slab_collect(s, heap_mag_of(h, s->cls), &h->remote_held)) {
+        if (collect(h, s, fill)) {
             stat_add(h->stats, STAT_remote_collect, 1);
-            return slab_relink(s);
+            return slab_relink(s) || mag_filled(h, s->cls, fill);
         }
     }
 }
@@ -187,21 +217,22 @@ static struct slab *slab_new(struct heap *h, unsigned id)
     return s;
 }
 
-/* Make cur[id] a slab with a non-empty free list, or NULL (ENOMEM). */
-struct slab *heap_refill(struct heap *h, unsigned id)
+/* Make cur[id] a slab with a non-empty free list, or NULL (ENOMEM); with
+ * fill (heap_alloc_small_slow), remote frees collected may go to the
+ * magazine instead, and the slab's free list may then be empty. */
+static struct slab *refill(struct heap *h, unsigned id, bool fill)
 {
     struct slab **cur = heap_cur(h, id), **partial = heap_partial(h, id);
     struct slab *s = *cur;
-    void **mag = heap_mag_of(h, id);
     if (s != &slab_none) {
         if (s->free || slab_relink(s))
             return s;
-        if (slab_collect(s, mag, &h->remote_held)) {
+        if (collect(h, s, fill)) {
             stat_add(h->stats, STAT_remote_collect, 1);
             slab_relink(s);
             return s;
         }
-        if (slab_carve(s) || retire_or_collect(h, s))
+        if (slab_carve(s) || retire_or_collect(h, s, fill))
             return s;
         *cur = &slab_none;
     }
@@ -214,9 +245,10 @@ struct slab *heap_refill(struct heap *h, unsigned id)
             slab_list_unlink(partial, s);
             s->state = SLAB_CURRENT;
             *cur = s;
-            if (slab_collect(s, mag, &h->remote_held))
+            if (collect(h, s, fill))
                 stat_add(h->stats, STAT_remote_collect, 1);
-            if (s->free || slab_relink(s) || slab_carve(s) || retire_or_collect(h, s))
+            if (s->free || slab_relink(s) || mag_filled(h, id, fill) || slab_carve(s) ||
+                retire_or_collect(h, s, fill))
                 return s;
             *cur = &slab_none;
         }
@@ -231,6 +263,8 @@ struct slab *heap_refill(struct heap *h, unsigned id)
     return s;
 }
 
+struct slab *heap_refill(struct heap *h, unsigned id) { return refill(h, id, false); }
+
 void *heap_alloc_small_slow(struct heap *h, unsigned cls)
 {
     if (unlikely(cls == SL_CLASS_ZERO))
@@ -238,15 +272,22 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
     if (h == &heap_empty && !(h = heap_get_slow()))
         return NULL;
     heap_boost_check(h);
-    struct slab *s = heap_refill(h, cls);
+    struct slab *s = refill(h, cls, true);
     if (!s) {
         errno = ENOMEM;
         return NULL;
     }
-    void *p = s->free;
-    s->free = *(void **)p;
-    s->used++;
-    bitmap_set_owner((uintptr_t)p);
+    void **top = h->mag_top[cls];
+    void *p = *top;
+    if (p) { /* remote frees collected into the magazine */
+        mag_set(h, cls, top + 1);
+        *mag_cookie(p) = 0;
+    } else {
+        p = s->free;
+        s->free = *(void **)p;
+        s->used++;
+        bitmap_set_owner((uintptr_t)p);
+    }
     stat_add(h->stats, STAT_alloc_small, 1);
     return p;
 }
@@ -386,9 +427,7 @@ void heap_free_mag_full_slow(struct heap *h, void *p)
 {
     unsigned cls = ld_relaxed(page_tag((uintptr_t)p)) & ((1u << TAG_PAGE_SHIFT) - 1);
     if (h->mag_top[cls] == MAG_IDLE) {
-        *mag_mark(h, cls) = MAG_LIMIT;
-        *mag_end(h, cls) = NULL;
-        mag_set(h, cls, mag_end(h, cls));
+        mag_layout(h, cls);
         return heap_mag_push(h, p, cls);
     }
     _Atomic uint64_t *w = bitmap_word((uintptr_t)p);

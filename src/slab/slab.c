@@ -113,12 +113,13 @@ static sl_noinline _Noreturn void collect_bad(struct slab *s, uintptr_t w, uint6
     sl_fatal("free of an interior pointer", p, "size class", s->size);
 }
 
-/* Move word w's remote-free bits out of the live bitmap; how many. The
- * magazine's objects are live there but free: masked out of the check.
+/* Move word w's remote-free bits out of the live bitmap, or into fill
+ * while it has room; how many were unlinked (*filled counts the others).
+ * The magazine's objects are live there but free: masked out of the check.
  * Under the remote lock; the remote word is cleared before the live one,
  * so a thread that fork stops between the two leaves objects live (a
  * bounded leak), never a remote bit on an object that is not. */
-static unsigned collect_word(struct slab *s, uintptr_t w, void **mag)
+static unsigned collect_word(struct slab *s, uintptr_t w, void **mag, struct mag_fill *fill, unsigned *filled)
 {
     _Atomic uint64_t *rw = rbitmap_word(w);
     uint64_t m = ld_relaxed(rw);
@@ -132,27 +133,34 @@ static unsigned collect_word(struct slab *s, uintptr_t w, void **mag)
             live &= ~bitmap_bit((uintptr_t)*mag);
     if (unlikely(m & ~live))
         collect_bad(s, w, m & ~live);
+    if (fill)
+        for (; m && fill->top - 1 > fill->mark; m &= m - 1) {
+            uint64_t *p = (uint64_t *)(w + ((uintptr_t)__builtin_ctzll(m) << SL_GRAIN_SHIFT));
+            p[1] = fill->cookie;
+            *--fill->top = p;
+            ++*filled;
+        }
     st_relaxed(bw, v & ~m);
     return (unsigned)popcount64(m);
 }
 
-unsigned slab_collect(struct slab *s, void **mag, struct slab **held)
+unsigned slab_collect(struct slab *s, void **mag, struct slab **held, struct mag_fill *fill)
 {
     uint32_t sum = atomic_load_explicit(slab_remote(s), memory_order_relaxed);
     if (!(sum & ~SLAB_FULL_BIT)) /* no group marked, and not locked */
         return 0;
     sum = remote_lock(s, held) >> 1;
     uintptr_t base = (uintptr_t)slab_base(s), end = base + ((uintptr_t)s->h.npages << SL_PAGE_SHIFT);
-    unsigned sh = remote_sum_shift(s->h.npages), n = 0;
+    unsigned sh = remote_sum_shift(s->h.npages), n = 0, filled = 0;
     for (; sum; sum &= sum - 1) {
         uintptr_t w = base + ((uintptr_t)__builtin_ctz(sum) << sh << 10);
         for (unsigned k = 0; k < 1u << sh && w < end; k++, w += 64 * SL_GRAIN)
-            n += collect_word(s, w, mag);
+            n += collect_word(s, w, mag, fill, &filled);
     }
     remote_unlock(s, held, 0);
     s->unlinked = (uint16_t)(s->unlinked + n);
     s->used = (uint16_t)(s->used - n);
-    return n;
+    return n + filled;
 }
 
 unsigned slab_remote_take_all(struct slab *s)
