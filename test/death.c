@@ -120,7 +120,7 @@ static void ctor_none(void *p) { (void)p; }
  * for most of it, while a 20 us timer's handler frees, in bulk, one odd
  * object of every slab: it reaches the slab whose lock it interrupted.
  * Rounds of fresh objects until it lands inside (most first rounds do). */
-enum { HANDLER_OBJS = 1 << 17, HANDLER_SLABS_MAX = 4096, HANDLER_ROUNDS = 50 };
+enum { HANDLER_OBJS = 1 << 17, HANDLER_SLABS_MAX = 4096, HANDLER_ROUNDS = 1000 };
 static void **handler_objs;
 static void *handler_pick[HANDLER_SLABS_MAX][64];
 static size_t handler_nslabs, handler_round;
@@ -279,6 +279,45 @@ static void run_case(const char *name)
         in_thread(free_list, v); /* its bit waits in the remote-free bitmap */
         sl_free(v[0]);           /* still live: taken, as a double free can be */
         sl_purge();              /* the owner collects: the bit is not live */
+    } else if (!strcmp(name, "double_free_remote_magazine")) {
+        /* p in its owner's magazine, freed again by another thread: the
+         * cookie in its second word says so at that free (without the
+         * check, the owner would hand p out again and then take the remote
+         * bit as a free of a live object) */
+        void *v[2] = { sl_malloc(64), NULL };
+        sl_free(v[0]);
+        in_thread(free_list, v);
+    } else if (!strcmp(name, "double_free_bulk_remote_magazine")) {
+        void *v[2] = { sl_malloc(64), sl_malloc(64) };
+        sl_free(v[0]); /* in the owner's magazine */
+        in_thread(free_two_bulk, v);
+    } else if (!strcmp(name, "double_free_remote_then_bulk")) {
+        /* freed by another thread (its bit waits), then by its owner in
+         * bulk (no object read), handed out again from the slab: the
+         * owner's collect finds the remote bit on an object without its
+         * freer's mark */
+        void *v[2] = { sl_malloc(64), NULL };
+        in_thread(free_list, v);
+        void *w[1] = { v[0] };
+        sl_free_bulk(w, 1);
+        for (int i = 0; i < 200; i++)
+            sl_malloc(64);
+        sl_purge();
+    } else if (!strcmp(name, "remote_mark_overwritten")) {
+        void *v[2] = { sl_malloc(64), NULL };
+        sl_malloc(64);
+        in_thread(free_list, v);
+        ((volatile uint64_t *)v[0])[1] = 0; /* a write after free */
+        sl_purge();
+    } else if (!strcmp(name, "double_free_remote_owner_again")) {
+        /* freed by another thread, then by the owner, handed out again,
+         * and only then the remote bit taken: the owner's free sees the
+         * mark at once */
+        void *v[2] = { sl_malloc(64), NULL };
+        in_thread(free_list, v);
+        sl_free(v[0]);
+        sl_malloc(64);
+        sl_purge();
     } else if (!strcmp(name, "double_free_remote_release")) {
         /* a user cache (no magazine): p freed by another thread and by its
          * owner; its slab empties while another is partial, stays as a
@@ -535,6 +574,11 @@ static const struct expect cases[] = {
     { "remote_interior", "sluice: free of an interior pointer 0x" },
     { "remote_interior_grain", "sluice: free of an interior pointer 0x" },
     { "double_free_remote_owner", "sluice: double free of 0x" },
+    { "double_free_remote_magazine", "sluice: double free of 0x" },
+    { "double_free_bulk_remote_magazine", "sluice: double free of 0x" },
+    { "double_free_remote_owner_again", "sluice: double free of 0x" },
+    { "double_free_remote_then_bulk", "sluice: double free (or write after free) of 0x" },
+    { "remote_mark_overwritten", "sluice: double free (or write after free) of 0x" },
     { "double_free_remote_release", "sluice: double free of 0x" },
     { "bulk_remote_interior", "sluice: free of an interior pointer 0x" },
     { "cache_double_free_remote", "sluice: double free of 0x" },

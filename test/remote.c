@@ -206,13 +206,19 @@ static void test_words(void)
         pthread_t t;
         pthread_create(&t, NULL, free_list, odd);
         pthread_join(t, NULL);
-        /* flushed at the thread's exit, not taken yet: neither the freeing
-         * thread nor anything else wrote into the objects */
-        size_t written = 0;
-        for (size_t i = 1; i < 2048; i += 2)
+        /* flushed at the thread's exit, not taken yet: the freeing thread
+         * wrote its mark into each object's second word (slab/heap.h) and
+         * nothing else, and the marks are all the same */
+        size_t written = 0, marks = 0;
+        uint64_t mark = ((volatile uint64_t *)v[1])[1];
+        for (size_t i = 1; i < 2048; i += 2) {
             for (size_t b = 0; b < size; b++)
-                written += ((volatile unsigned char *)v[i])[b] != 0x5a;
+                written += (b < 8 || b >= 16) && ((volatile unsigned char *)v[i])[b] != 0x5a;
+            marks += ((volatile uint64_t *)v[i])[1] == mark;
+        }
         CHECK_EQ(written, 0);
+        CHECK_EQ(marks, 1024);
+        CHECK(mark != 0x5a5a5a5a5a5a5a5aull);
         CHECK(sl_check() == 0);
         sl_purge();
         CHECK(sl_check() == 0);

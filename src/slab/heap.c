@@ -72,7 +72,7 @@ void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
     /* nothing is live, so a remote free not taken yet is a double free
      * (reported by the collect); none must outlive the slab */
     if (atomic_load_explicit(slab_remote(s), memory_order_acquire) & ~SLAB_FULL_BIT)
-        slab_collect(s, heap_mag_of(h, s->cls), &h->remote_held, NULL);
+        heap_slab_collect(h, s, NULL);
     atomic_store_explicit(slab_remote(s), 0, memory_order_relaxed);
     slab_unlist(h, s);
     slab_own(s, NULL);
@@ -150,11 +150,11 @@ static unsigned collect(struct heap *h, struct slab *s, bool fill)
 {
     unsigned cls = s->cls;
     if (!fill)
-        return slab_collect(s, heap_mag_of(h, cls), &h->remote_held, NULL);
+        return heap_slab_collect(h, s, NULL);
     if (h->mag_top[cls] == MAG_IDLE)
         mag_layout(h, cls);
-    struct mag_fill f = { .top = h->mag_top[cls], .mark = mag_mark(h, cls), .cookie = h->cookie };
-    unsigned n = slab_collect(s, f.top, &h->remote_held, &f);
+    struct mag_fill f = { .top = h->mag_top[cls], .mark = mag_mark(h, cls) };
+    unsigned n = heap_slab_collect(h, s, &f);
     mag_set(h, cls, f.top);
     return n;
 }
@@ -285,6 +285,7 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
     } else {
         p = s->free;
         s->free = *(void **)p;
+        *mag_cookie(p) = 0;
         s->used++;
         bitmap_set_owner((uintptr_t)p);
     }
@@ -354,21 +355,26 @@ void heap_mag_flush(struct heap *h)
 
 void heap_free_cookie_slow(struct heap *h, void *p, unsigned cls)
 {
-    if (mag_holds(h, cls, p))
-        heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
-    /* a live object whose second word happens to be the cookie */
-    heap_mag_push(h, p, cls);
+    (void)h, (void)cls; /* in a magazine, or freed by another thread and not taken yet */
+    heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
 }
 
 bool heap_in_magazine(void *p)
 {
-    uint32_t t = ld_relaxed(page_tag((uintptr_t)p));
-    if (!t || *mag_cookie(p) != __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED)) /* runs and user caches: tag 0, no magazine */
-        return false;
-    struct heap *h = tls_heap;
-    if (tag_relative(h, t) >= TAG_MINE_LIMIT)
-        return true; /* another heap's: only its magazine's objects carry the cookie */
-    return mag_holds(h, t & ((1u << TAG_PAGE_SHIFT) - 1), p);
+    uint32_t t = ld_relaxed(page_tag((uintptr_t)p)); /* runs and user caches: tag 0, no cookie */
+    return t && *mag_cookie(p) == __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED);
+}
+
+/* A free of p, a malloc-class object (validated), by a thread that does
+ * not own its slab: its second word gets the cookie, the mark that the
+ * owner's collect checks (heap.h); an object that has it already is free
+ * (in its owner's magazine, or freed by another thread): a double free. */
+static void remote_mark(void *p)
+{
+    uint64_t c = __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED);
+    if (*mag_cookie(p) == c)
+        heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
+    *mag_cookie(p) = c;
 }
 
 /* Free of the run whose head descriptor is pg, at p (run_head_at): live
@@ -403,12 +409,14 @@ void heap_free_object(struct slab *s, void *p)
         h = tls_heap;
     uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
     if (owner == slab_owner_word(h, s->cls)) {
-        if (s->cls < SL_NCLASSES && *mag_cookie(p) == h->cookie && mag_holds(h, s->cls, p))
+        if (s->cls < SL_NCLASSES && *mag_cookie(p) == h->cookie)
             heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
         _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
         return heap_free_owned(h, s, p, slab_link(s, p), w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
     }
     heap_count(h, STAT_free_remote, 1);
+    if (s->cls < SL_NCLASSES)
+        remote_mark(p);
     if (h == &heap_empty) { /* no heap, so no slot for the remote lock: a lock fork takes */
         lock_acquire(&heapless_lock);
         bool was_full = slab_free_remote(s, p, NULL);
@@ -459,8 +467,18 @@ void heap_free_block_slow(void *p, uint32_t x)
      * consumer) gets a heap for it. Checked mode frees at once. */
     if (t && !heap_checked_free && h == &heap_empty && heap_get_slow())
         h = tls_heap; /* maybe an orphan taken over whole: p may be its own */
-    if (t && !heap_checked_free && h != &heap_empty && tag_relative(h, t) >= TAG_MINE_LIMIT)
+    if (t && !heap_checked_free && h != &heap_empty && tag_relative(h, t) >= TAG_MINE_LIMIT) {
+        /* an object start of its slab (the page tag gives both), so the
+         * mark lands in no other object; whether it is live, the owner
+         * checks when it takes it (its bitmap line is not read here) */
+        unsigned cls = t & ((1u << TAG_PAGE_SHIFT) - 1);
+        uint32_t off = (uint32_t)((uintptr_t)p - tag_slab_head(p, t));
+        if (unlikely((uint32_t)((uint64_t)off * class_recip[cls] >> 32) * class_size[cls] != off ||
+                     off >= ((uint32_t)class_pages[cls] << SL_PAGE_SHIFT) / class_size[cls] * class_size[cls]))
+            heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
+        remote_mark(p);
         return remote_batch_add(h, p, t);
+    }
     heap_free_block_now(p);
 }
 

@@ -7,22 +7,40 @@
  * small free by the thread that owns the object's slab pushes the object
  * onto the heap's magazine of its class, up to class_mag_cap objects (64
  * KiB, 4 to 256); malloc pops the magazine before the current slab. An
- * object in a magazine keeps its live bit and still counts as used in its slab; what
- * marks it free is its second word, set to heap_cookie (a random value per
- * process) by the free that pushes it and cleared by the malloc that pops
- * it (glibc's tcache keys its entries the same way). So a magazine round
- * trip writes no bitmap word: malloc touches only the heap's magazine and
- * the object, and free reads the bitmap word (never-returned pointers,
- * objects on a slab's free list) and the object's cookie (a second free of
- * an object still in the magazine: the magazine is searched, and a hit is
- * reported). Objects leave a magazine by malloc, or by a flush back into
- * the slabs (heap_mag_flush: thread exit, sl_purge, a bulk free of the
- * class), which clears their bits. Paths that take the live bit for
+ * object in a magazine keeps its live bit and still counts as used in its
+ * slab; what marks it free is its second word, set to heap_cookie (a
+ * random value per process) by the free that pushes it and cleared by the
+ * malloc that pops it (glibc's tcache keys its entries the same way). So a
+ * magazine round trip writes no bitmap word: malloc touches only the
+ * heap's magazine and the object, and free reads the bitmap word
+ * (never-returned pointers, objects on a slab's free list) and the
+ * object's cookie. Objects leave a magazine by malloc, or by a flush back
+ * into the slabs (heap_mag_flush: thread exit, sl_purge, a bulk free of
+ * the class), which clears their bits. Paths that take the live bit for
  * "live" in bulk, without reading objects (the owner's collect of remote
  * frees, sl_free_bulk), mask the magazine's objects out or flush it first.
  * Only objects of the heap's own slabs enter it, so only the owner ever
  * writes their bitmap words, as before. A full magazine sends the free to
  * the slab.
+ *
+ * The cookie is also the mark of a remote free: a thread that frees
+ * another heap's malloc-class object (one by one or in bulk) writes it
+ * into the object's second word, checking first that it is not there. So
+ * every malloc-class object that is free but keeps its live bit (in a
+ * magazine; in a remote batch or the remote-free bitmap, until its owner
+ * takes it) carries the cookie, and any free of an object that carries it
+ * is a double free, reported at once, whoever frees. Without the mark, an
+ * object freed by another thread and then by its owner (or freed by its
+ * owner into the magazine and then by another thread) could be handed out
+ * again by the magazine before the owner took the remote bit, which would
+ * then free it under its new user. The owner's collect checks the mark of
+ * every object it takes: one freed by another thread, then by its owner in
+ * bulk (which reads no object) and handed out again has lost it, and is
+ * reported there, before its remote bit frees it. A collect that unlinks such objects
+ * leaves the mark in them, so malloc from a slab's free list clears the
+ * second word as it pops (the link's line). A live object whose second
+ * word equals the cookie by chance (2^-64 for data that never held a
+ * freed object's bytes) is taken for a freed one.
  *
  * Fast path budget: no lock, no atomic RMW, no call. malloc: TLS load, class
  * arithmetic, pop the magazine (clear the cookie) or the current slab's
@@ -189,6 +207,14 @@ sl_inline bool mag_holds(struct heap *h, unsigned cls, const void *p)
     return false;
 }
 
+/* Take the remote frees of s, a slab of h's (its owner, or heaps_lock for
+ * an orphan): slab_collect with h's magazine as the mask and, for a malloc
+ * class, the cookie as the freers' mark. */
+sl_inline unsigned heap_slab_collect(struct heap *h, struct slab *s, struct mag_fill *fill)
+{
+    return slab_collect(s, heap_mag_of(h, s->cls), &h->remote_held, s->cls < SL_NCLASSES ? heap_cookie : 0, fill);
+}
+
 /* Small malloc, n <= SL_SMALL_MAX. */
 sl_inline void *heap_alloc_small(size_t n)
 {
@@ -205,6 +231,7 @@ sl_inline void *heap_alloc_small(size_t n)
         if (unlikely(!p))
             return heap_alloc_small_slow(h, cls);
         s->free = *(void **)p;
+        *mag_cookie(p) = 0; /* a freer's mark that a collect left (see the top) */
         s->used++;
         bitmap_set_owner((uintptr_t)p);
     }

@@ -47,7 +47,7 @@ static void collect_or_release(struct heap *h, struct slab *s, struct page_cache
 {
     if (h->fork_orphan)
         slab_repair(s);
-    if (slab_collect(s, heap_mag_of(h, s->cls), &h->remote_held, NULL))
+    if (heap_slab_collect(h, s, NULL))
         heap_count(h, STAT_remote_collect, 1);
     if (!s->used && s->state == SLAB_PARTIAL) {
         if (released)
@@ -66,7 +66,7 @@ static void reclaim_id(struct heap *h, unsigned id, bool keep_current, struct pa
         take_woken(h, id);
     struct slab *s = *heap_cur(h, id);
     if (s != &slab_none) {
-        if (slab_collect(s, heap_mag_of(h, id), &h->remote_held, NULL))
+        if (heap_slab_collect(h, s, NULL))
             heap_count(h, STAT_remote_collect, 1);
         if (!keep_current) {
             *heap_cur(h, id) = &slab_none;
@@ -110,7 +110,7 @@ bool orphan_adopt(struct heap *h, unsigned id)
             s->next = s->prev = NULL;
             if (o->fork_orphan)
                 slab_repair(s);
-            slab_collect(s, heap_mag_of(o, id), &o->remote_held, NULL); /* empty: flushed when o was orphaned */
+            heap_slab_collect(o, s, NULL); /* empty: flushed when o was orphaned */
             if (!s->used) {
                 s->state = 0;
                 slab_own(s, NULL);

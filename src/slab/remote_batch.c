@@ -3,7 +3,9 @@
  * (slab.h).
  *
  * The free fast path reads only the page tag of a remote object (heap.h);
- * the object goes into the freeing heap's batch, neither read nor written.
+ * the slow path checks that it is an object start, writes the remote-free
+ * mark into its second word (heap.h) and puts it in the freeing heap's
+ * batch.
  * A flush takes the batch whole and groups it by size class. A run of
  * objects side by side that share a bitmap word (so one page, so one slab)
  * becomes one mask, each object checked on the way (an object start by
@@ -15,8 +17,7 @@
  * its release marks the summary: one atomic per slab. The
  * owner's live bitmap is not read here: the owner checks each bit it takes
  * against it (a bit not live is a double free, or a pointer that is no
- * object), so neither the live bitmap's line nor any object's moves to
- * the freeing thread.
+ * object), so the live bitmap's line does not move to the freeing thread.
  *
  * Invariants: the batch holds objects of malloc slabs the heap did not own
  * when they were added, each counted as used in its slab until its owner
@@ -94,8 +95,10 @@ void remote_batch_flush(struct heap *h)
             if (locked)
                 unlock_slab(h, locked, old, sum, count);
             locked = NULL;
-            for (unsigned k = j; k-- > i;)
+            for (unsigned k = j; k-- > i;) {
+                *mag_cookie((void *)v[k]) = 0; /* this thread's mark: freed anew below */
                 heap_free_block_now((void *)v[k]);
+            }
             continue;
         }
         unsigned cls = t & ((1u << TAG_PAGE_SHIFT) - 1);

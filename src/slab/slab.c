@@ -113,13 +113,23 @@ static sl_noinline _Noreturn void collect_bad(struct slab *s, uintptr_t w, uint6
     sl_fatal("free of an interior pointer", p, "size class", s->size);
 }
 
+/* A remote-free bit on an object without its freer's mark: freed again
+ * (say by its owner, in bulk) and handed out since, or written after its
+ * free. */
+static sl_noinline _Noreturn void collect_unmarked(struct slab *s, const void *p)
+{
+    sl_fatal("double free (or write after free) of", p, "size class", s->size);
+}
+
 /* Move word w's remote-free bits out of the live bitmap, or into fill
  * while it has room; how many were unlinked (*filled counts the others).
  * The magazine's objects are live there but free: masked out of the check.
+ * With mark (malloc classes), each object's second word must hold it.
  * Under the remote lock; the remote word is cleared before the live one,
  * so a thread that fork stops between the two leaves objects live (a
  * bounded leak), never a remote bit on an object that is not. */
-static unsigned collect_word(struct slab *s, uintptr_t w, void **mag, struct mag_fill *fill, unsigned *filled)
+static unsigned collect_word(struct slab *s, uintptr_t w, void **mag, uint64_t mark, struct mag_fill *fill,
+                             unsigned *filled)
 {
     _Atomic uint64_t *rw = rbitmap_word(w);
     uint64_t m = ld_relaxed(rw);
@@ -133,18 +143,22 @@ static unsigned collect_word(struct slab *s, uintptr_t w, void **mag, struct mag
             live &= ~bitmap_bit((uintptr_t)*mag);
     if (unlikely(m & ~live))
         collect_bad(s, w, m & ~live);
-    if (fill)
+    if (mark)
+        for (uint64_t f = m; f; f &= f - 1) {
+            uint64_t *p = (uint64_t *)(w + ((uintptr_t)__builtin_ctzll(f) << SL_GRAIN_SHIFT));
+            if (unlikely(p[1] != mark))
+                collect_unmarked(s, p);
+        }
+    if (fill) /* their freers' mark is the magazine's cookie: they go in as they are */
         for (; m && fill->top - 1 > fill->mark; m &= m - 1) {
-            uint64_t *p = (uint64_t *)(w + ((uintptr_t)__builtin_ctzll(m) << SL_GRAIN_SHIFT));
-            p[1] = fill->cookie;
-            *--fill->top = p;
+            *--fill->top = (void *)(w + ((uintptr_t)__builtin_ctzll(m) << SL_GRAIN_SHIFT));
             ++*filled;
         }
     st_relaxed(bw, v & ~m);
     return (unsigned)popcount64(m);
 }
 
-unsigned slab_collect(struct slab *s, void **mag, struct slab **held, struct mag_fill *fill)
+unsigned slab_collect(struct slab *s, void **mag, struct slab **held, uint64_t mark, struct mag_fill *fill)
 {
     uint32_t sum = atomic_load_explicit(slab_remote(s), memory_order_relaxed);
     if (!(sum & ~SLAB_FULL_BIT)) /* no group marked, and not locked */
@@ -155,7 +169,7 @@ unsigned slab_collect(struct slab *s, void **mag, struct slab **held, struct mag
     for (; sum; sum &= sum - 1) {
         uintptr_t w = base + ((uintptr_t)__builtin_ctz(sum) << sh << 10);
         for (unsigned k = 0; k < 1u << sh && w < end; k++, w += 64 * SL_GRAIN)
-            n += collect_word(s, w, mag, fill, &filled);
+            n += collect_word(s, w, mag, mark, fill, &filled);
     }
     remote_unlock(s, held, 0);
     s->unlinked = (uint16_t)(s->unlinked + n);

@@ -205,19 +205,20 @@ bool slab_carve(struct slab *s);
 bool slab_relink(struct slab *s);
 /* Where a collect may put objects instead of unlinking them: the owner's
  * magazine of the slab's class (slab/heap.h), a stack growing down from
- * top to above mark; each object pushed keeps its live bit and gets the
- * magazine's cookie in its second word. */
+ * top to above mark. Each object pushed keeps its live bit, and its second
+ * word: the mark its freer wrote, which is the magazine's cookie. */
 struct mag_fill {
     void **top, **mark;
-    uint64_t cookie;
 };
 /* Take the remote frees: each marked word's bits are checked against the
  * live bitmap less the objects in mag (the owner's magazine of s's class
  * from the top, NULL-ended, or NULL: those are live there but free, so a
- * remote free of one is a double free); the objects go to fill while it
- * has room (fill may be NULL), the rest have their bits cleared and become
- * unlinked. Returns the number taken. */
-unsigned slab_collect(struct slab *s, void **mag, struct slab **held, struct mag_fill *fill);
+ * remote free of one is a double free), and, with a nonzero mark (malloc
+ * classes: heap_cookie), each object's second word against the mark its
+ * freer wrote; the objects go to fill while it has room (fill may be
+ * NULL), the rest have their bits cleared and become unlinked. Returns the
+ * number taken. */
+unsigned slab_collect(struct slab *s, void **mag, struct slab **held, uint64_t mark, struct mag_fill *fill);
 /* Take every remote-free bit of the slab's range, whatever the summary
  * says (a slab being discarded, under a lock fork takes); returns how many. */
 unsigned slab_remote_take_all(struct slab *s);
