@@ -279,18 +279,23 @@ static void run_case(const char *name)
         in_thread(free_list, v); /* its bit waits in the remote-free bitmap */
         sl_free(v[0]);           /* still live: taken, as a double free can be */
         sl_purge();              /* the owner collects: the bit is not live */
-    } else if (!strcmp(name, "double_free_remote_magazine")) {
-        /* p in its owner's magazine, freed again by another thread: the
-         * cookie in its second word says so at that free (without the
-         * check, the owner would hand p out again and then take the remote
-         * bit as a free of a live object) */
+    } else if (!strcmp(name, "double_free_remote_magazine_reused")) {
+        /* p in its owner's magazine, freed again by another thread (which
+         * marks it), handed out again by the magazine (which clears the
+         * mark): the owner's collect finds its remote bit on an object
+         * without the mark. Without the check, it would take the bit as
+         * a free of p, live under its new user. */
         void *v[2] = { sl_malloc(64), NULL };
         sl_free(v[0]);
         in_thread(free_list, v);
-    } else if (!strcmp(name, "double_free_bulk_remote_magazine")) {
+        sl_malloc(64);
+        sl_purge();
+    } else if (!strcmp(name, "double_free_bulk_remote_magazine_reused")) {
         void *v[2] = { sl_malloc(64), sl_malloc(64) };
         sl_free(v[0]); /* in the owner's magazine */
         in_thread(free_two_bulk, v);
+        sl_malloc(64);
+        sl_purge();
     } else if (!strcmp(name, "double_free_remote_then_bulk")) {
         /* freed by another thread (its bit waits), then by its owner in
          * bulk (no object read), handed out again from the slab: the
@@ -574,8 +579,8 @@ static const struct expect cases[] = {
     { "remote_interior", "sluice: free of an interior pointer 0x" },
     { "remote_interior_grain", "sluice: free of an interior pointer 0x" },
     { "double_free_remote_owner", "sluice: double free of 0x" },
-    { "double_free_remote_magazine", "sluice: double free of 0x" },
-    { "double_free_bulk_remote_magazine", "sluice: double free of 0x" },
+    { "double_free_remote_magazine_reused", "sluice: double free (or write after free) of 0x" },
+    { "double_free_bulk_remote_magazine_reused", "sluice: double free (or write after free) of 0x" },
     { "double_free_remote_owner_again", "sluice: double free of 0x" },
     { "double_free_remote_then_bulk", "sluice: double free (or write after free) of 0x" },
     { "remote_mark_overwritten", "sluice: double free (or write after free) of 0x" },

@@ -88,16 +88,14 @@ static sl_noinline _Noreturn void chain_bad(void **ptrs, size_t from, size_t to,
 
 /* A malloc-class object q of another thread's slab at lo joins a chain:
  * it must be an object start (the mark goes into its second word, so into
- * no other object) and carry no mark yet (in its owner's magazine, or
- * freed by another thread already: a double free); then it gets the mark,
- * which the owner checks when it takes the bit (slab/heap.h). */
+ * no other object); it gets the mark, which the owner checks when it takes
+ * the bit (slab/heap.h). Written, not read, as in sl_free. */
 sl_inline void chain_mark(uintptr_t q, uintptr_t lo, uint32_t size, uint32_t recip, uint64_t mark)
 {
     uint32_t off = (uint32_t)(q - lo);
-    uint64_t *w = (uint64_t *)q;
-    if (unlikely((uint32_t)((uint64_t)off * recip >> 32) * size != off || w[1] == mark))
+    if (unlikely((uint32_t)((uint64_t)off * recip >> 32) * size != off))
         heap_bad_free((void *)q, pagemap_get(q), "free");
-    w[1] = mark;
+    ((uint64_t *)q)[1] = mark;
 }
 
 /* One chain: the objects of slab s (npages long, objects of size bytes

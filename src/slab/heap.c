@@ -365,17 +365,12 @@ bool heap_in_magazine(void *p)
     return t && *mag_cookie(p) == __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED);
 }
 
-/* A free of p, a malloc-class object (validated), by a thread that does
- * not own its slab: its second word gets the cookie, the mark that the
- * owner's collect checks (heap.h); an object that has it already is free
- * (in its owner's magazine, or freed by another thread): a double free. */
-static void remote_mark(void *p)
-{
-    uint64_t c = __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED);
-    if (*mag_cookie(p) == c)
-        heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
-    *mag_cookie(p) = c;
-}
+/* A free of p, a malloc-class object start, by a thread that does not own
+ * its slab: its second word gets the cookie, the mark that the owner's
+ * collect checks (heap.h). Written, not read: the object's line is
+ * usually in its owner's cache, and a store waits for it in the store
+ * buffer where a load would stall the free. */
+static void remote_mark(void *p) { *mag_cookie(p) = __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED); }
 
 /* Free of the run whose head descriptor is pg, at p (run_head_at): live
  * while pg->run.req is nonzero (block.h); the exchange lets one of two
@@ -469,12 +464,13 @@ void heap_free_block_slow(void *p, uint32_t x)
         h = tls_heap; /* maybe an orphan taken over whole: p may be its own */
     if (t && !heap_checked_free && h != &heap_empty && tag_relative(h, t) >= TAG_MINE_LIMIT) {
         /* an object start of its slab (the page tag gives both), so the
-         * mark lands in no other object; whether it is live, the owner
-         * checks when it takes it (its bitmap line is not read here) */
+         * mark lands in no other object (past the last object, in the
+         * slab's tail, it lands in no object at all); whether it is live,
+         * the owner checks when it takes it (its bitmap line is not read
+         * here) */
         unsigned cls = t & ((1u << TAG_PAGE_SHIFT) - 1);
         uint32_t off = (uint32_t)((uintptr_t)p - tag_slab_head(p, t));
-        if (unlikely((uint32_t)((uint64_t)off * class_recip[cls] >> 32) * class_size[cls] != off ||
-                     off >= ((uint32_t)class_pages[cls] << SL_PAGE_SHIFT) / class_size[cls] * class_size[cls]))
+        if (unlikely((uint32_t)((uint64_t)off * class_recip[cls] >> 32) * class_size[cls] != off))
             heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
         remote_mark(p);
         return remote_batch_add(h, p, t);

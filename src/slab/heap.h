@@ -25,22 +25,23 @@
  *
  * The cookie is also the mark of a remote free: a thread that frees
  * another heap's malloc-class object (one by one or in bulk) writes it
- * into the object's second word, checking first that it is not there. So
- * every malloc-class object that is free but keeps its live bit (in a
- * magazine; in a remote batch or the remote-free bitmap, until its owner
- * takes it) carries the cookie, and any free of an object that carries it
- * is a double free, reported at once, whoever frees. Without the mark, an
- * object freed by another thread and then by its owner (or freed by its
- * owner into the magazine and then by another thread) could be handed out
- * again by the magazine before the owner took the remote bit, which would
- * then free it under its new user. The owner's collect checks the mark of
- * every object it takes: one freed by another thread, then by its owner in
- * bulk (which reads no object) and handed out again has lost it, and is
- * reported there, before its remote bit frees it. A collect that unlinks such objects
- * leaves the mark in them, so malloc from a slab's free list clears the
- * second word as it pops (the link's line). A live object whose second
- * word equals the cookie by chance (2^-64 for data that never held a
- * freed object's bytes) is taken for a freed one.
+ * into the object's second word. So every malloc-class object that is
+ * free but keeps its live bit (in a magazine; in a remote batch or the
+ * remote-free bitmap, until its owner takes it) carries the cookie: a free
+ * by the owner of an object that carries it is a double free, reported at
+ * once, and the owner's collect checks that every object it takes still
+ * carries it. Without the mark, an object freed by another thread and
+ * then by its owner (or freed by its owner into the magazine and then by
+ * another thread) could be handed out again by the magazine before the
+ * owner took the remote bit, which would then free it under its new user;
+ * with it, that object has lost the mark (malloc clears it) when its
+ * remote bit is taken, and the collect reports it instead. The remote
+ * freer writes the mark without reading it (the line is usually in the
+ * owner's cache: a store waits in the store buffer, a load would stall).
+ * A collect that unlinks objects leaves the mark in them, so malloc from a
+ * slab's free list clears the second word as it pops (the link's line). A
+ * live object whose second word equals the cookie by chance (2^-64 for
+ * data that never held a freed object's bytes) is taken for a freed one.
  *
  * Fast path budget: no lock, no atomic RMW, no call. malloc: TLS load, class
  * arithmetic, pop the magazine (clear the cookie) or the current slab's
