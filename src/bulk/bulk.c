@@ -219,10 +219,10 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
      * (every eighth object's, so every page's for objects up to 512
      * bytes), not one miss after another as the chains reach them. A
      * prefetch never faults, so bad pointers are harmless here. */
-    for (size_t i = 0; i < n; i += 8) {
-        uintptr_t a = (uintptr_t)ptrs[i];
-        __builtin_prefetch(page_of((void *)a));
-        __builtin_prefetch(bitmap_word(a));
+    for (size_t i = 0; i < n; i += 8) { /* addresses as integers: an entry may be NULL */
+        uintptr_t a = (uintptr_t)ptrs[i], b = align_down(a, SL_BLOCK);
+        __builtin_prefetch((void *)(b + page_index((void *)a) * sizeof(struct page)));
+        __builtin_prefetch((void *)(b + BLOCK_BITMAP_OFF + ((a >> 10) & (BLOCK_BITMAP_WORDS - 1)) * 8));
     }
     /* build_detached_freelist: the last object opens a chain; scanning
      * backwards, objects of its slab join it; LOOKAHEAD_MISSES objects of
