@@ -86,16 +86,15 @@ static sl_noinline _Noreturn void chain_bad(void **ptrs, size_t from, size_t to,
     heap_bad_free((void *)q, pagemap_get(q), "free");
 }
 
-/* A malloc-class object q of another thread's slab at lo joins a chain:
- * it must be an object start (the mark goes into its second word, so into
- * no other object); it gets the mark, which the owner checks when it takes
- * the bit (slab/heap.h). Written, not read, as in sl_free. */
-sl_inline void chain_mark(uintptr_t q, uintptr_t lo, uint32_t size, uint32_t recip, uint64_t mark)
+/* An object q of class cls of another thread's malloc slab at lo joins a
+ * chain: it must be an object start (the mark goes into its second word,
+ * so into no other object); it gets the mark, which the owner checks when
+ * it takes the bit (slab/heap.h). Written, not read, as in sl_free. */
+sl_inline void chain_mark(uintptr_t q, uintptr_t lo, unsigned cls)
 {
-    uint32_t off = (uint32_t)(q - lo);
-    if (unlikely((uint32_t)((uint64_t)off * recip >> 32) * size != off))
+    if (unlikely(!class_object_start(cls, (uint32_t)(q - lo))))
         heap_bad_free((void *)q, pagemap_get(q), "free");
-    ((uint64_t *)q)[1] = mark;
+    *mag_cookie((void *)q) = heap_cookie;
 }
 
 /* One chain: the objects of slab s (npages long, objects of size bytes
@@ -117,9 +116,9 @@ sl_inline void chain_mark(uintptr_t q, uintptr_t lo, uint32_t size, uint32_t rec
  * consumed entries set to NULL. own is a constant in each of the two
  * copies. */
 sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint32_t size, uintptr_t span,
-                            void **ptrs, size_t *np, bool own, uint64_t mark)
+                            void **ptrs, size_t *np, bool own, unsigned mark_cls)
 {
-    uint32_t recip = (uint32_t)(((1ull << 32) + size - 1) / size);
+    bool mark = !own && mark_cls < SL_NCLASSES;
     size_t n = *np, j = n;
     uintptr_t p = (uintptr_t)ptrs[n], lo = (uintptr_t)slab_base(s);
     _Atomic uint64_t *bm = bitmap_word(lo) - ((lo >> 10) & (BLOCK_BITMAP_WORDS - 1)); /* the block's bitmap */
@@ -127,8 +126,8 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
     uintptr_t wk = p >> 10; /* the word loaded */
     uint64_t value = own ? ld_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)]) : ~(uint64_t)0;
     uint64_t avail = value & ~bitmap_bit(p), misaligned = 0;
-    if (!own && mark)
-        chain_mark(p, lo, size, recip, mark);
+    if (mark)
+        chain_mark(p, lo, mark_cls);
     uint32_t sum = own ? 0 : remote_sum_bit(lo, p, gsh);
     uint32_t old = own ? 0 : remote_lock(s, &h->remote_held);
 /* the chain leaves word wk for the word of q */
@@ -160,8 +159,8 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
         misaligned |= q;
         if (!own && unlikely(q & (SL_GRAIN - 1)))
             chain_bad(ptrs, j, n, q);
-        if (!own && mark)
-            chain_mark(q, lo, size, recip, mark);
+        if (mark)
+            chain_mark(q, lo, mark_cls);
         if (unlikely(!bit_take64(&avail, q >> SL_GRAIN_SHIFT)))
             chain_bad(ptrs, j, n, q);
     }
@@ -183,8 +182,8 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
         misses = 0;
         if (unlikely(q & (SL_GRAIN - 1)))
             heap_bad_free((void *)q, pagemap_get(q), "free");
-        if (!own && mark)
-            chain_mark(q, lo, size, recip, mark);
+        if (mark)
+            chain_mark(q, lo, mark_cls);
         if (q >> 10 != wk)
             CHAIN_SWITCH(q);
         if (unlikely(!bit_take64(&avail, q >> SL_GRAIN_SHIFT)))
@@ -240,8 +239,7 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
             unsigned cls = t & ((1u << TAG_PAGE_SHIFT) - 1), pages = class_pages[cls];
             uint32_t size = class_size[cls];
             struct slab *s = slab_of_page(page_of((void *)tag_slab_head(p, t)));
-            chain_build(h, s, pages, size, ((uintptr_t)pages << SL_PAGE_SHIFT) / size * size, ptrs, &n, false,
-                        heap_cookie);
+            chain_build(h, s, pages, size, ((uintptr_t)pages << SL_PAGE_SHIFT) / size * size, ptrs, &n, false, cls);
             continue;
         }
         struct slab *s = slab_of_live(p);
@@ -260,10 +258,10 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
                 if (!bitmap_test((uintptr_t)p))
                     heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
             }
-            chain_build(h, s, s->h.npages, s->size, span, ptrs, &n, true, 0);
+            chain_build(h, s, s->h.npages, s->size, span, ptrs, &n, true, SL_NCLASSES);
         }
         else
-            chain_build(h, s, s->h.npages, s->size, span, ptrs, &n, false, s->cls < SL_NCLASSES ? heap_cookie : 0);
+            chain_build(h, s, s->h.npages, s->size, span, ptrs, &n, false, s->cls); /* user caches: no mark */
     }
 }
 

@@ -353,11 +353,7 @@ void heap_mag_flush(struct heap *h)
         heap_mag_flush_class(h, c);
 }
 
-void heap_free_cookie_slow(struct heap *h, void *p, unsigned cls)
-{
-    (void)h, (void)cls; /* in a magazine, or freed by another thread and not taken yet */
-    heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
-}
+void heap_free_cookie_slow(void *p) { heap_bad_free(p, pagemap_get((uintptr_t)p), "free"); }
 
 bool heap_in_magazine(void *p)
 {
@@ -468,9 +464,7 @@ void heap_free_block_slow(void *p, uint32_t x)
          * slab's tail, it lands in no object at all); whether it is live,
          * the owner checks when it takes it (its bitmap line is not read
          * here) */
-        unsigned cls = t & ((1u << TAG_PAGE_SHIFT) - 1);
-        uint32_t off = (uint32_t)((uintptr_t)p - tag_slab_head(p, t));
-        if (unlikely((uint32_t)((uint64_t)off * class_recip[cls] >> 32) * class_size[cls] != off))
+        if (unlikely(!class_object_start(t & ((1u << TAG_PAGE_SHIFT) - 1), (uint32_t)((uintptr_t)p - tag_slab_head(p, t)))))
             heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
         remote_mark(p);
         return remote_batch_add(h, p, t);

@@ -199,14 +199,6 @@ sl_inline uint64_t *mag_cookie(void *p) { return (uint64_t *)p + 1; }
 /* h's magazine of cache id from its top (NULL-ended), or NULL for a user
  * cache (slab_collect's mask). */
 sl_inline void **heap_mag_of(struct heap *h, unsigned id) { return id < SL_NCLASSES ? h->mag_top[id] : NULL; }
-/* Is p in h's magazine of class cls (the owner, or heaps_lock)? */
-sl_inline bool mag_holds(struct heap *h, unsigned cls, const void *p)
-{
-    for (void **m = h->mag_top[cls]; *m; m++)
-        if (*m == p)
-            return true;
-    return false;
-}
 
 /* Take the remote frees of s, a slab of h's (its owner, or heaps_lock for
  * an orphan): slab_collect with h's magazine as the mask and, for a malloc
@@ -283,13 +275,13 @@ void heap_mag_flush_class(struct heap *h, unsigned cls);
  * full: straight onto its slab, its live bit cleared; or idle:
  * the magazine is laid out and p pushed. */
 void heap_free_mag_full_slow(struct heap *h, void *p);
-/* Free of p (live bit set; a malloc-class object of h's, class cls) whose
- * second word holds the cookie: reported if it is in the magazine, else
- * freed as usual. */
-void heap_free_cookie_slow(struct heap *h, void *p, unsigned cls);
-/* Is p (live bit set) an object in a magazine: the caller's own (searched)
- * or another heap's (its cookie says so)? For the checks of realloc,
- * malloc_usable_size and the like. */
+/* Free of p (live bit set; a malloc-class object of h's) whose second word
+ * holds the cookie: in a magazine, or freed by another thread and not
+ * taken yet: reported. */
+_Noreturn void heap_free_cookie_slow(void *p);
+/* Is p (live bit set) free all the same: in a magazine, or freed by another
+ * thread and not taken yet (its cookie says so)? For the checks of
+ * realloc, malloc_usable_size and the like. */
 bool heap_in_magazine(void *p);
 
 /* Push p (validated, not in the magazine) onto h's magazine of class cls,
@@ -328,7 +320,7 @@ sl_inline void heap_free_block(void *p)
         return heap_free_block_slow(p, x);
     unsigned cls = x & ((1u << TAG_PAGE_SHIFT) - 1);
     if (unlikely(*mag_cookie(p) == h->cookie))
-        return heap_free_cookie_slow(h, p, cls);
+        heap_free_cookie_slow(p);
     heap_mag_push(h, p, cls);
 }
 

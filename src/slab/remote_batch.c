@@ -8,9 +8,9 @@
  * batch.
  * A flush takes the batch whole and groups it by size class. A run of
  * objects side by side that share a bitmap word (so one page, so one slab)
- * becomes one mask, each object checked on the way (an object start by
- * its offset in the slab, which the page tag and class give; not twice in
- * the run), and is set in the remote-free bitmap with a plain load and
+ * becomes one mask, each object checked on the way (not twice in the run;
+ * that it is an object start was checked at its free, before its mark was
+ * written), and is set in the remote-free bitmap with a plain load and
  * store under the slab's remote lock: a bit already set there is a double
  * free (freed twice in the batch, or by another batch not yet taken),
  * reported at once. A run of words of one slab takes the lock once, and
@@ -43,22 +43,18 @@ static void unlock_slab(struct heap *h, struct slab *s, uint32_t old, uint32_t s
 }
 
 /* Under the remote lock of their slab, set the remote-free bits of ps[0, k)
- * (objects side by side in the batch that share a bitmap word), of
- * class cls, in the slab at base. */
-static void set_word(const uintptr_t *ps, unsigned k, unsigned cls, uintptr_t base)
+ * (objects side by side in the batch that share a bitmap word, each an
+ * object start: checked at its free, heap.c), of class cls. */
+static void set_word(const uintptr_t *ps, unsigned k, unsigned cls)
 {
-    uint32_t size = class_size[cls], recip = class_recip[cls];
     uint64_t mask = 0;
     for (unsigned i = 0; i < k; i++) {
-        uintptr_t q = ps[i];
-        uint32_t off = (uint32_t)(q - base);
-        uint64_t bit = bitmap_bit(q);
-        /* an object start (so aligned), not twice in the run */
-        if (unlikely((uint32_t)((uint64_t)off * recip >> 32) * size != off || (mask & bit)))
-            heap_bad_free((void *)q, (uintptr_t)block_of((void *)q) | PM_BLOCK, "free");
+        uint64_t bit = bitmap_bit(ps[i]);
+        if (unlikely(mask & bit)) /* twice in the run */
+            heap_bad_free((void *)ps[i], (uintptr_t)block_of((void *)ps[i]) | PM_BLOCK, "free");
         mask |= bit;
     }
-    remote_set(ps[0], mask, size);
+    remote_set(ps[0], mask, class_size[cls]);
 }
 
 void remote_batch_flush(struct heap *h)
@@ -112,7 +108,7 @@ void remote_batch_flush(struct heap *h)
             sum = 0;
             count = 0;
         }
-        set_word(&v[i], j - i, cls, hd);
+        set_word(&v[i], j - i, cls);
         sum |= remote_sum_bit(hd, v[i], remote_sum_shift(class_pages[cls]));
         count += j - i;
     }

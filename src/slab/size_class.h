@@ -47,6 +47,11 @@ extern size_t sl_small_limit sl_hidden;
 extern const uint32_t class_size[SL_NCLASSES];
 extern const uint8_t class_pages[SL_NCLASSES];
 extern const uint32_t class_recip[SL_NCLASSES]; /* ceil(2^32 / size): off / size in a slab */
+/* Is off, bytes from the start of a slab of class cls, an object's start? */
+static inline bool class_object_start(unsigned cls, uint32_t off)
+{
+    return (uint32_t)((uint64_t)off * class_recip[cls] >> 32) * class_size[cls] == off;
+}
 extern const uint8_t class_lut[SL_SMALL_MAX / 16 + 1];
 extern const uint16_t class_mag_cap[SL_NCLASSES]; /* MAG_CAP; see heap.h: struct heap's magazines */
 /* Every class's magazine in one array of a heap, each with a mark below
