@@ -296,6 +296,23 @@ static void run_case(const char *name)
         in_thread(free_two_bulk, v);
         sl_malloc(64);
         sl_purge();
+    } else if (!strcmp(name, "cache_double_free_remote_then_owner")) {
+        /* a user cache's object freed by another thread (its bit set at
+         * once, live until the owner takes it), then by its owner: without
+         * the check the owner's free took it, it was handed out again and
+         * the remote bit then freed it under its new user */
+        sl_cache_t *c = sl_cache_create("then_owner", 64, 0, 0, NULL);
+        void *v[2] = { sl_cache_alloc(c), NULL };
+        free_cache = c;
+        in_thread(free_cache_list, v);
+        sl_cache_free(c, v[0]);
+    } else if (!strcmp(name, "cache_double_free_remote_then_bulk")) {
+        sl_cache_t *c = sl_cache_create("then_bulk", 64, 0, 0, NULL);
+        void *v[2] = { sl_cache_alloc(c), NULL };
+        void *w[2] = { sl_cache_alloc(c), v[0] };
+        free_cache = c;
+        in_thread(free_cache_list, v);
+        sl_cache_free_bulk(c, 2, w);
     } else if (!strcmp(name, "double_free_remote_then_bulk")) {
         /* freed by another thread (its bit waits), then by its owner in
          * bulk (no object read), handed out again from the slab: the
@@ -583,6 +600,8 @@ static const struct expect cases[] = {
     { "double_free_bulk_remote_magazine_reused", "sluice: double free (or write after free) of 0x" },
     { "double_free_remote_owner_again", "sluice: double free of 0x" },
     { "double_free_remote_then_bulk", "sluice: double free (or write after free) of 0x" },
+    { "cache_double_free_remote_then_owner", "sluice: double free of 0x" },
+    { "cache_double_free_remote_then_bulk", "sluice: double free of 0x" },
     { "remote_mark_overwritten", "sluice: double free (or write after free) of 0x" },
     { "double_free_remote_release", "sluice: double free of 0x" },
     { "bulk_remote_interior", "sluice: free of an interior pointer 0x" },

@@ -258,6 +258,15 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
                 if (!bitmap_test((uintptr_t)p))
                     heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
             }
+            /* a user cache's objects that other threads freed are live until
+             * taken (malloc classes carry the mark instead, slab/heap.h):
+             * taken first, so that the chain's check sees them free */
+            if (s->cls >= SL_NCLASSES &&
+                unlikely(ld_relaxed(slab_remote(s)) & (SLAB_REMOTE_GROUPS | SLAB_REMOTE_LOCK))) {
+                heap_slab_collect(h, s, NULL);
+                if (!bitmap_test((uintptr_t)p))
+                    heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
+            }
             chain_build(h, s, s->h.npages, s->size, span, ptrs, &n, true, SL_NCLASSES);
         }
         else

@@ -217,7 +217,8 @@ void sl_cache_free(sl_cache_t *c, void *p)
     if (unlikely(head->h.kind != PG_SLAB || s->cls != c->id))
         return cache_free_id(c->id, p);
     struct heap *h = tls_heap;
-    if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == ((uintptr_t)h | 1)))
+    if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == ((uintptr_t)h | 1)) &&
+        likely(!slab_freed_remotely(s, a)))
         return heap_free_owned(h, s, p, slab_link(s, p), w, v & ~bit);
     heap_free_object(s, p);
 }

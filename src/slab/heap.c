@@ -400,7 +400,7 @@ void heap_free_object(struct slab *s, void *p)
         h = tls_heap;
     uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
     if (owner == slab_owner_word(h, s->cls)) {
-        if (s->cls < SL_NCLASSES && *mag_cookie(p) == h->cookie)
+        if (s->cls < SL_NCLASSES ? *mag_cookie(p) == h->cookie : slab_freed_remotely(s, (uintptr_t)p))
             heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
         _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
         return heap_free_owned(h, s, p, slab_link(s, p), w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));

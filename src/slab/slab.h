@@ -183,6 +183,15 @@ sl_inline bool remote_unlock_marked(struct slab *s, struct slab **held, uint32_t
 }
 sl_inline uint8_t *slab_base(struct slab *s) { return page_addr((struct page *)(void *)s); }
 sl_inline void **slab_link(struct slab *s, void *p) { return (void **)((uint8_t *)p + s->link_off); }
+/* Has another thread freed object a of s, its bit not taken by the owner
+ * yet? Read by the owner's free of a user cache's object (whose remote
+ * frees set their bit at once; malloc classes have the mark instead,
+ * heap.h): the word only when the summary says some group has bits. */
+sl_inline bool slab_freed_remotely(struct slab *s, uintptr_t a)
+{
+    return (ld_relaxed(slab_remote(s)) & (SLAB_REMOTE_GROUPS | SLAB_REMOTE_LOCK)) &&
+           (ld_relaxed(rbitmap_word(a)) & bitmap_bit(a));
+}
 sl_inline bool slab_owned_by(struct slab *s, struct heap *h)
 {
     return (atomic_load_explicit(&s->owner, memory_order_relaxed) & ~(uintptr_t)1) == (uintptr_t)h;
