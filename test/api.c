@@ -315,9 +315,9 @@ static void test_realloc(void)
 
     /* a medium run grows in place when the next pages are free */
     uint64_t before = sl_stat("realloc_inplace");
-    p = sl_malloc(20000);
-    p = sl_realloc(p, 24000);
-    p = sl_realloc(p, 22000);
+    p = sl_malloc(40000);
+    p = sl_realloc(p, 48000);
+    p = sl_realloc(p, 44000);
     CHECK(sl_stat("realloc_inplace") >= before + 1);
     sl_free(p);
 
@@ -368,7 +368,7 @@ static void test_aligned(void)
 
 static void test_sized(void)
 {
-    size_t sizes[] = { 1, 16, 17, 100, 4000, 16384, 16385, 100000, 1u << 20, (1u << 20) + 1, 9u << 20 };
+    size_t sizes[] = { 1, 16, 17, 100, 4000, 16384, 16385, 32768, 32769, 100000, 1u << 20, (1u << 20) + 1, 9u << 20 };
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         void *p = sl_malloc(sizes[i]);
         sl_free_sized(p, sizes[i]);

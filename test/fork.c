@@ -314,7 +314,7 @@ static void test_fork_in_signal_handler(void)
     while (forks_done < SIGNAL_FORKS) { /* the handler lands inside malloc/free often */
         int i = (int)(t_rand(&seed) % 256);
         sl_free(held[i]);
-        held[i] = sl_malloc(t_rand(&seed) % 4 == 0 ? 30000 : 64);
+        held[i] = sl_malloc(t_rand(&seed) % 4 == 0 ? 40000 : 64);
     }
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
     setitimer(ITIMER_REAL, &off, NULL);

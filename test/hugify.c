@@ -22,7 +22,7 @@
  * busy_cpus(); hugify_nostat does the same with every open refused.
  * With HUGIFY_UNPIN=1 (hugify_unpin) blocks come wholly free while a pass
  * has them pinned: see unpinned_free(). With HUGIFY_RUNS=1 (hugify_runs)
- * the objects are 32 KiB medium runs: the frees that leave the blocks
+ * the objects are 64 KiB medium runs: the frees that leave the blocks
  * dense park runs in the page caches and the shared run cache, whose
  * decay must not split the hugepages either.
  * Skipped (with a line saying so) where the kernel has THP off. */
@@ -38,7 +38,7 @@
 #include "t.h"
 
 /* 4 KiB objects: about 12 pageblocks, dense; HUGIFY_RUNS=1: the same
- * bytes in 32 KiB medium runs, whose frees go to the page caches and the
+ * bytes in 64 KiB medium runs, whose frees go to the page caches and the
  * shared run cache (a purge of parked runs must not split a hugepage) */
 enum { N_MAX = 6000 };
 static size_t OBJ = 4096;
@@ -315,8 +315,8 @@ int main(void)
         return unpinned_free();
     const char *runs = getenv("HUGIFY_RUNS");
     if (runs && *runs == '1') {
-        OBJ = 32768;
-        N = N_MAX * 4096 / 32768;
+        OBJ = 65536;
+        N = N_MAX * 4096 / 65536;
     }
     for (int i = 0; i < N; i++) {
         objs[i] = sl_malloc(OBJ);

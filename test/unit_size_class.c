@@ -32,9 +32,16 @@ int main(void)
         CHECK(c == 0 || class_size[c] > class_size[c - 1]);
         unsigned pages = class_pages[c];
         size_t cap = pages * 4096u / class_size[c];
-        CHECK(pages >= 1 && pages <= 8);
+        CHECK(pages >= 1 && pages <= 1u << TAG_SLAB_PAGE_BITS);
         CHECK(cap >= 2);
         CHECK(pages * 4096u - cap * class_size[c] <= pages * 4096u / 8);
+        /* the reciprocal's division is exact over the whole slab */
+        for (uint32_t off = 0; off < pages * 4096u; off += 16)
+            if (class_object_start(c, off) != (off % class_size[c] == 0)) {
+                CHECK(!"class_object_start agrees with the division");
+                fprintf(stderr, "class=%u off=%u\n", c, off);
+                break;
+            }
     }
     /* every bitmap word of a slab of any length has a group bit, and none
      * reaches the remote lock bit or the FULL bit */

@@ -1,7 +1,7 @@
 /* malloc.c — the malloc family, their sl_ twins, and (when built with
  * SL_OVERRIDE=1) the libc names as aliases of the same functions.
  *
- * Size dispatch:   n <= 16 KiB   small: a slab object (heap.h fast path);
+ * Size dispatch:   n <= 32 KiB   small: a slab object (heap.h fast path);
  *                                0: a zero-size slot (zero.h), no access works
  *                  n <= 1 MiB    medium: a page run
  *                  larger        huge: its own mapping

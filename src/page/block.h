@@ -10,7 +10,7 @@
  *                 so a run's malloc and free do not touch this line).
  *   [48, 50 KiB)  page tags: one 32-bit word per page, nonzero on the pages
  *                 of a malloc-class slab: its owner heap's tag | the page's
- *                 place in the slab << 6 | size class (the small free fast
+ *                 place in the slab << 7 | size class (the small free fast
  *                 path reads this compact array, not the 64-byte
  *                 descriptors; slab_set_owner keeps it).
  *   [50, 52 KiB)  remote heads: one 32-bit word per page, the remote-free
@@ -200,7 +200,10 @@ sl_inline void bitmap_clear_owner(uintptr_t a)
     st_relaxed(w, ld_relaxed(w) & ~bitmap_bit(a));
 }
 
-#define TAG_PAGE_SHIFT 6 /* a page tag: heap tag | page in slab << 6 | class */
+/* A page tag: heap tag (sequence << TAG_HEAP_SHIFT) | page in slab << 7 | class */
+#define TAG_PAGE_SHIFT     7 /* size class bits: 72 classes */
+#define TAG_SLAB_PAGE_BITS 4 /* a slab's pages: 16 at most */
+#define TAG_HEAP_SHIFT     (TAG_PAGE_SHIFT + TAG_SLAB_PAGE_BITS)
 
 /* The page tag of the page holding address a (see the layout above). */
 sl_inline _Atomic uint32_t *page_tag(uintptr_t a)

@@ -86,13 +86,13 @@ extern struct heap_ids ids_none; /* all keys 0: matches no cache */
 
 #define RBATCH_CAP    256         /* remote frees batched (remote_batch.c) */
 #define RBATCH_BYTES  (256 << 10)  /* ... and at most this many bytes of them */
-#define HEAP_TAG_NONE 0xfffffe00u /* matches no page tag: heap_empty */
+#define HEAP_TAG_NONE (~0u << TAG_HEAP_SHIFT) /* matches no page tag: heap_empty */
 
 struct heap {
     struct slab *cur[SL_NCLASSES + 1];  /* owner; never NULL (slab_none, always
                                          * for cur[SL_CLASS_ZERO]) */
     uint32_t tag;                       /* the page tag of its malloc slabs, less the class:
-                                         * its sequence number << 9; set once */
+                                         * its sequence number << TAG_HEAP_SHIFT; set once */
     uint64_t cookie;                    /* heap_cookie (0 for heap_empty); set once */
     void **mag_top[SL_NCLASSES + 1];    /* owner writes: each magazine's last object, its
                                          * NULL end when empty, or MAG_IDLE (mag_none
@@ -158,14 +158,14 @@ void heap_reclaim_orphans(void);
 
 /* The page tag of the first page of h's slabs of malloc class cls. */
 sl_inline uint32_t heap_page_tag(struct heap *h, unsigned cls) { return h->tag | cls; }
-/* A page tag against heap h: below 8 << TAG_PAGE_SHIFT when the page is in
- * one of h's malloc slabs, and then page in slab << 6 | class. */
+/* A page tag against heap h: below TAG_MINE_LIMIT when the page is in one
+ * of h's malloc slabs, and then page in slab << TAG_PAGE_SHIFT | class. */
 sl_inline uint32_t tag_relative(struct heap *h, uint32_t tag) { return tag ^ h->tag; }
-#define TAG_MINE_LIMIT (8u << TAG_PAGE_SHIFT)
+#define TAG_MINE_LIMIT (1u << TAG_HEAP_SHIFT)
 /* The head page of the slab of p, whose page tag is t (nonzero). */
 sl_inline uintptr_t tag_slab_head(const void *p, uint32_t t)
 {
-    return align_down((uintptr_t)p, SL_PAGE) - ((uintptr_t)(t >> TAG_PAGE_SHIFT & 7) << SL_PAGE_SHIFT);
+    return align_down((uintptr_t)p, SL_PAGE) - ((uintptr_t)(t >> TAG_PAGE_SHIFT & ((1u << TAG_SLAB_PAGE_BITS) - 1)) << SL_PAGE_SHIFT);
 }
 /* A magazine is a stack growing down through its part of h->mag, between
  * a MAG_LIMIT mark below its room and a NULL end (size_class.h):

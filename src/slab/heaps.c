@@ -24,7 +24,7 @@ static _Atomic size_t norphans;
 static pthread_key_t exit_key;
 static _Atomic int exit_key_ready;
 static uint32_t key_seq = 1; /* last key handed out; 1 is the malloc classes' */
-static uint32_t heap_seq;     /* heaps made so far: the last heap's tag >> 9 */
+static uint32_t heap_seq;     /* heaps made so far: the last heap's tag >> TAG_HEAP_SHIFT */
 
 /* Take heaps_lock for work that may free pages. A page free can start the
  * reclaimer thread, and pthread_create allocates; with heaps_lock held, an
@@ -193,15 +193,16 @@ struct heap *heap_get_slow(void)
         h->boost_seen = ld_relaxed(&page_boost_gen_word);
         stat_add(h->stats, STAT_heap_new, 1);
         lock_acquire(&heaps_lock);
-        /* a tag has 23 bits of sequence: 8 M heap records (over 200 GB of
-         * them: meta_alloc fails long before) */
-        if (heap_seq + 1 >= HEAP_TAG_NONE >> 9) {
+        /* a tag has 21 bits of sequence: 2 M heap records (over 50 GB of
+         * them: meta_alloc fails long before on most machines), made only
+         * while no exited thread's heap is free to take over */
+        if (heap_seq + 1 >= HEAP_TAG_NONE >> TAG_HEAP_SHIFT) {
             lock_release(&heaps_lock);
             meta_free(h, sizeof *h);
             errno = ENOMEM;
             return NULL;
         }
-        h->tag = ++heap_seq << 9;
+        h->tag = ++heap_seq << TAG_HEAP_SHIFT;
         h->cookie = heap_cookie;
         h->all_next = all_heaps;
         all_heaps = h;

@@ -2,15 +2,17 @@
  *
  * Classes are multiples of 16, so every malloc(n >= 16) is 16-byte aligned
  * as glibc guarantees: 16..128 in steps of 16, then 8 classes per doubling
- * up to 16 KiB. Internal waste (class - request) / class is at most 1/9
+ * up to 32 KiB. Internal waste (class - request) / class is at most 1/9
  * (11.1%) for requests above 128 bytes; between 65 and 128 bytes the 16-byte
  * grid allows at most 15/80 (18.75%). Larger requests are page runs.
  *
- * Each class lives in slabs of 1-8 pages: the smallest slab that holds at
+ * Each class lives in slabs of 1-16 pages: the smallest slab that holds at
  * least 64 objects with at most 1/16 of it wasted, else (classes above
  * 512 bytes) 8 pages or fewer with the least waste, never below 2 objects
  * (measured: 1-page slabs of 64-512 B objects sent about one allocation in
- * five into the slow path).
+ * five into the slow path); the classes above 16 KiB hold exactly 2
+ * objects in 9-16 pages (no waste). A page tag (page/block.h) has 4 bits
+ * for a page's place in its slab, so 16 pages at most.
  *
  *   X(object size, slab pages)
  */
@@ -27,18 +29,23 @@
     X(1152, 8) X(1280, 8) X(1408, 8) X(1536, 8) X(1664, 8) X(1792, 8) X(1920, 8) X(2048, 8)                    \
     X(2304, 8) X(2560, 8) X(2816, 8) X(3072, 8) X(3328, 6) X(3584, 8) X(3840, 8) X(4096, 8)                    \
     X(4608, 8) X(5120, 8) X(5632, 7) X(6144, 8) X(6656, 5) X(7168, 7) X(7680, 8) X(8192, 8)                    \
-    X(9216, 7) X(10240, 8) X(11264, 6) X(12288, 6) X(13312, 7) X(14336, 7) X(15360, 8) X(16384, 8)
+    X(9216, 7) X(10240, 8) X(11264, 6) X(12288, 6) X(13312, 7) X(14336, 7) X(15360, 8) X(16384, 8)                    \
+    X(18432, 9) X(20480, 10) X(22528, 11) X(24576, 12) X(26624, 13) X(28672, 14) X(30720, 15) X(32768, 16)
 
-#define SL_NCLASSES  64
+#define SL_NCLASSES  72
 /* malloc(0)'s class: a slot of a heap's cur[] that stays the empty dummy
  * slab, so the fast path costs nothing more and sends it to the slow path,
  * which hands out a zero-size slot (zero/zero.h). class_lut[0] names it. */
 #define SL_CLASS_ZERO SL_NCLASSES
-#define SL_SMALL_MAX 16384
-/* Magazine depth per class (slab/heap.h): 64 KiB of objects, 4 to 256. */
+#define SL_SMALL_MAX 32768
+/* Magazine depth per class (slab/heap.h): 64 KiB of objects, 4 to 256
+ * (the classes above 16 KiB keep 4: 72-128 KiB). */
 #define MAG_BYTES       65536
 #define MAG_MAX_OBJECTS 256
-#define MAG_CAP(size)   ((size) * MAG_MAX_OBJECTS <= MAG_BYTES ? MAG_MAX_OBJECTS : MAG_BYTES / (size))
+#define MAG_MIN_OBJECTS 4
+#define MAG_CAP(size)                                                                                      \
+    ((size) * MAG_MAX_OBJECTS <= MAG_BYTES ? MAG_MAX_OBJECTS                                               \
+     : (size) * MAG_MIN_OBJECTS >= MAG_BYTES ? MAG_MIN_OBJECTS : MAG_BYTES / (size))
 /* The largest request the small fast path takes: SL_SMALL_MAX, or 0 in
  * checked mode (SLUICE_CHECK=1, api/checked.c), which then sees every
  * request through the slow path. One compare either way. */

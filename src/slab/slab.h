@@ -201,7 +201,7 @@ sl_inline bool slab_owned_by(struct slab *s, struct heap *h)
  * owner (slab_set_owner gives it one). */
 void slab_init(struct slab *s, unsigned id);
 /* Make owner_word the slab's owner (0: none) and tag every page of it with
- * tag | its place in the slab << 6 (block.h's page tags; tag 0 for no owner
+ * tag | its place in the slab << TAG_PAGE_SHIFT (block.h's page tags; tag 0 for no owner
  * and for user caches: then the pages' tags are 0). Every change of a
  * slab's owner goes through here, so that the tags never name a slab that
  * is gone. */
