@@ -321,6 +321,21 @@ static void test_realloc(void)
     CHECK(sl_stat("realloc_inplace") >= before + 1);
     sl_free(p);
 
+    /* an object that realloc grows past 16 KiB becomes a run (slab
+     * objects up to 32 KiB would move at every class): 17000 and 20000
+     * bytes are one run of 5 pages, but two classes */
+    p = sl_malloc(16000);
+    memset(p, 0x33, 16000);
+    p = sl_realloc(p, 17000);
+    memset(p + 16000, 0x44, 1000);
+    unsigned char *q = sl_realloc(p, 20000);
+    CHECK(q == p);
+    CHECK(q[0] == 0x33 && q[15999] == 0x33 && q[16000] == 0x44 && q[16999] == 0x44);
+    CHECK(sl_usable_size(q) == 20480);
+    q = sl_realloc(q, 100); /* and back into a slab object */
+    CHECK(q[0] == 0x33 && q[99] == 0x33 && sl_usable_size(q) == 112);
+    sl_free(q);
+
     /* huge realloc moves pages, not bytes, and keeps them */
     p = sl_malloc(3u << 20);
     memset(p, 0x5a, 3u << 20);

@@ -186,10 +186,18 @@ static void count_realloc(enum sl_stat id)
         stat_add(h->stats, id, 1);
 }
 
+/* Above this, a realloc's block is a page run even where malloc's would
+ * be a slab object (16-32 KiB): a run grows and shrinks in place (its
+ * pages, then its neighbours'), where a growing object would move at
+ * every class, 2-4 KiB apart. Measured on bench/realloc_grow (strings
+ * appended to up to 64 KiB): with slab objects up to 32 KiB, 0.129 s ->
+ * 0.164 s and peak RSS 11.4 -> 16.8 MB; with this, as before. */
+#define REALLOC_RUN_MIN (SL_SMALL_MAX / 2)
+
 /* Move p (old usable bytes) to a new allocation of n bytes. */
 static void *realloc_move(void *p, size_t old, size_t n)
 {
-    void *q = alloc(n);
+    void *q = n > REALLOC_RUN_MIN && n <= SL_SMALL_MAX && !sl_checked ? heap_alloc_run(n, 0, NULL) : alloc(n);
     if (!q)
         return NULL; /* p stays valid */
     memcpy(q, p, old < n ? old : n);
@@ -243,7 +251,7 @@ static sl_noinline void *realloc_slow(void *p, size_t n)
         }
         return realloc_move(p, s->size, n);
     }
-    if (n > SL_SMALL_MAX && n <= MEDIUM_MAX && heap_resize_run(p, n)) {
+    if (n > REALLOC_RUN_MIN && n <= MEDIUM_MAX && heap_resize_run(p, n)) {
         count_realloc(STAT_realloc_inplace);
         return p;
     }
@@ -261,7 +269,7 @@ void *sl_realloc(void *p, size_t n)
         return realloc_slow(p, n);
     struct page *run = run_head_at(a);
     if (run) {
-        if (likely(__atomic_load_n(&run->run.req, __ATOMIC_RELAXED) && n > SL_SMALL_MAX && n <= MEDIUM_MAX &&
+        if (likely(__atomic_load_n(&run->run.req, __ATOMIC_RELAXED) && n > REALLOC_RUN_MIN && n <= MEDIUM_MAX &&
                    heap_run_pages(n) == run->h.npages)) {
             __atomic_store_n(&run->run.req, n, __ATOMIC_RELAXED);
             count_realloc(STAT_realloc_inplace);

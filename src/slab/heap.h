@@ -6,7 +6,7 @@
  * Magazines (tcmalloc's per-thread free lists, for the malloc classes): a
  * small free by the thread that owns the object's slab pushes the object
  * onto the heap's magazine of its class, up to class_mag_cap objects (64
- * KiB, 4 to 256); malloc pops the magazine before the current slab. An
+ * KiB, 16 to 256); malloc pops the magazine before the current slab. An
  * object in a magazine keeps its live bit and still counts as used in its
  * slab; what marks it free is its second word, set to heap_cookie (a
  * random value per process) by the free that pushes it and cleared by the

@@ -38,11 +38,15 @@
  * which hands out a zero-size slot (zero/zero.h). class_lut[0] names it. */
 #define SL_CLASS_ZERO SL_NCLASSES
 #define SL_SMALL_MAX 32768
-/* Magazine depth per class (slab/heap.h): 64 KiB of objects, 4 to 256
- * (the classes above 16 KiB keep 4: 72-128 KiB). */
+/* Magazine depth per class (slab/heap.h): 64 KiB of objects, 16 to 256
+ * (the classes above 4 KiB keep 16, 72 KiB to 512 KiB of them: jemalloc's
+ * thread cache keeps 20 objects of its classes up to 32 KiB). A thread's
+ * magazines hold at most 8.0 MiB (a full magazine of every class; 3.5 MiB
+ * with 64 KiB per class and classes to 16 KiB); a watermark boost, sl_purge
+ * and thread exit empty them. */
 #define MAG_BYTES       65536
 #define MAG_MAX_OBJECTS 256
-#define MAG_MIN_OBJECTS 4
+#define MAG_MIN_OBJECTS 16
 #define MAG_CAP(size)                                                                                      \
     ((size) * MAG_MAX_OBJECTS <= MAG_BYTES ? MAG_MAX_OBJECTS                                               \
      : (size) * MAG_MIN_OBJECTS >= MAG_BYTES ? MAG_MIN_OBJECTS : MAG_BYTES / (size))
