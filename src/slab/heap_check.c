@@ -257,6 +257,8 @@ static void check_magazines(struct heap *h)
 {
     for (unsigned c = 0; c < SL_NCLASSES; c++) {
         void **top = h->mag_top[c];
+        if (h->mag_first[c] != *top)
+            FAIL("magazine's first object is not the one on top:", h, "size class", class_size[c]);
         if (top == MAG_IDLE)
             continue;
         if (top <= mag_mark(h, c) || top > mag_end(h, c) || *mag_end(h, c) || *mag_mark(h, c) != MAG_LIMIT)

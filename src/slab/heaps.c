@@ -186,8 +186,8 @@ struct heap *heap_get_slow(void)
         for (unsigned id = 0; id <= SL_CLASS_ZERO; id++)
             h->cur[id] = &slab_none;
         for (unsigned c = 0; c < SL_NCLASSES; c++)
-            h->mag_top[c] = MAG_IDLE;
-        h->mag_top[SL_CLASS_ZERO] = mag_none;
+            mag_set(h, c, MAG_IDLE);
+        mag_set(h, SL_CLASS_ZERO, mag_none);
         atomic_store_explicit(&h->ids, &ids_none, memory_order_relaxed);
         h->pcache.stats = h->stats;
         h->boost_seen = ld_relaxed(&page_boost_gen_word);
