@@ -12,6 +12,12 @@ matplotlib is importable, bench/results/latest.png.
   python3 bench/run.py --quick    the demonstration behind `make run`
   python3 bench/run.py --only sluice,base --with base=/tmp/old/libsluice.so
                                   a regression check against another build
+  python3 bench/run.py --bench sizes --arg 4 --scale 1 --repeats 11 \
+      --with nopurge=build/libsluice.so --env nopurge:SLUICE_PURGE=off
+                                  one program (here one band of it), more
+                                  repeats, a build or an option beside the
+                                  peers; such a partial run prints its table
+                                  and writes no results file
 """
 import argparse
 import math
@@ -59,12 +65,14 @@ def run_keyed(prog, args, lib, env_extra=None):
     return {k: float(v) for k, v in (f.split("=") for f in out.split())}
 
 
-def run_once(prog, scale, lib):
+def run_once(prog, scale, lib, extra_args=(), env_extra=None):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
+    env.update(env_extra or {})
     if lib:
         env["LD_PRELOAD"] = lib
-    proc = subprocess.Popen([prog, str(scale)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen([prog, str(scale)] + list(extra_args), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
     out = proc.stdout.read().decode()
     if proc.wait() != 0:
         raise RuntimeError(f"{prog} under {lib or 'glibc'} exited with status {proc.returncode}")
@@ -84,8 +92,29 @@ def main():
     ap.add_argument("--with", dest="extra", action="append", default=[], metavar="NAME=LIB",
                     help="also run under LIB, labelled NAME (say, another sluice build: a regression check)")
     ap.add_argument("--only", default=None, help="comma-separated allocator names to run (default: all)")
+    ap.add_argument("--bench", default=None, help="comma-separated benchmark names to run (default: all)")
+    ap.add_argument("--scale", type=float, default=None, help="every program's scale (default: its own)")
+    ap.add_argument("--arg", dest="bench_args", action="append", default=[],
+                    help="an argument passed after the scale (say, bench_sizes' band)")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME:VAR=VALUE",
+                    help="set VAR=VALUE for the runs under allocator NAME (say, a SLUICE_ option)")
     args = ap.parse_args()
     repeats = args.repeats or (3 if args.quick else 5)
+    benches = BENCHES
+    if args.bench:
+        wanted = args.bench.split(",")
+        unknown = [w for w in wanted if w not in [b[0] for b in BENCHES]]
+        if unknown:
+            sys.exit(f"unknown benchmark: {', '.join(unknown)} (have: {', '.join(b[0] for b in BENCHES)})")
+        benches = [b for b in BENCHES if b[0] in wanted]
+    partial = bool(args.bench or args.scale is not None or args.bench_args)
+    env_of = {}
+    for e in args.env:
+        name, _, kv = e.partition(":")
+        var, eq, value = kv.partition("=")
+        if not eq:
+            sys.exit(f"--env wants NAME:VAR=VALUE, not {e}")
+        env_of.setdefault(name, {})[var] = value
 
     allocs = [(n, p) for n, p in ALLOCATORS if p is None or os.path.exists(p)]
     allocs += [tuple(e.split("=", 1)) for e in args.extra]
@@ -95,17 +124,18 @@ def main():
     if missing:
         print("not installed, left out:", ", ".join(missing),
               "(apt-get install libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0)")
-    times = {(b[0], a[0]): [] for b in BENCHES for a in allocs}
-    rss = {(b[0], a[0]): [] for b in BENCHES for a in allocs}
+    times = {(b[0], a[0]): [] for b in benches for a in allocs}
+    rss = {(b[0], a[0]): [] for b in benches for a in allocs}
     rows = []
     rng = random.Random(1)
     t_start = time.time()
     for rep in range(repeats):
-        for name, prog, full, quick, _ in BENCHES:
+        for name, prog, full, quick, _ in benches:
             order = allocs[:]
             rng.shuffle(order)
+            scale = args.scale if args.scale is not None else quick if args.quick else full
             for aname, lib in order:
-                s, m = run_once(os.path.join(BUILD, "bench", prog), quick if args.quick else full, lib)
+                s, m = run_once(os.path.join(BUILD, "bench", prog), scale, lib, args.bench_args, env_of.get(aname))
                 times[(name, aname)].append(s)
                 rss[(name, aname)].append(m)
                 rows.append((rep, name, aname, s, m))
@@ -116,22 +146,22 @@ def main():
     med_m = {k: statistics.median(v) for k, v in rss.items()}
 
     lines = []
-    mode = "quick" if args.quick else "full"
+    mode = "partial" if partial else "quick" if args.quick else "full"
     lines.append(f"Benchmarks ({mode}: {repeats} interleaved repeats, medians; "
-                 f"`python3 bench/run.py{' --quick' if args.quick else ''}`)\n")
+                 f"`python3 {' '.join(sys.argv)}`)\n")
     lines.append("Time in seconds (lower is better):\n")
     lines.append("| benchmark | " + " | ".join(names) + " |")
     lines.append("|---" * (len(names) + 1) + "|")
-    for b in BENCHES:
-        lines.append(f"| {b[0]} | " + " | ".join(f"{med_t[(b[0], a)]:.3f}" for a in names) + " |")
-    gt = {a: geomean([med_t[(b[0], a)] for b in BENCHES]) for a in names}
-    gm = {a: geomean([med_m[(b[0], a)] for b in BENCHES]) for a in names}
+    for b in benches:
+        lines.append(f"| {b[0]} | " + " | ".join(f"{med_t[(b[0], a)]:.{4 if partial else 3}f}" for a in names) + " |")
+    gt = {a: geomean([med_t[(b[0], a)] for b in benches]) for a in names}
+    gm = {a: geomean([med_m[(b[0], a)] for b in benches]) for a in names}
     lines.append("| **geomean** | " + " | ".join(f"**{gt[a]:.3f}**" for a in names) + " |")
     lines.append("| sluice / x | " + " | ".join(f"{gt['sluice'] / gt[a]:.2f}" for a in names) + " |")
     lines.append("\nPeak RSS in MiB (lower is better):\n")
     lines.append("| benchmark | " + " | ".join(names) + " |")
     lines.append("|---" * (len(names) + 1) + "|")
-    for b in BENCHES:
+    for b in benches:
         lines.append(f"| {b[0]} | " + " | ".join(f"{med_m[(b[0], a)]:.1f}" for a in names) + " |")
     lines.append("| **geomean** | " + " | ".join(f"**{gm[a]:.1f}**" for a in names) + " |")
     lines.append("| sluice / x | " + " | ".join(f"{gm['sluice'] / gm[a]:.2f}" for a in names) + " |")
@@ -147,6 +177,8 @@ def main():
         lines.append(f"sluice peak RSS / lowest peer ({low}): {gm['sluice'] / gm[low]:.2f}")
     table = "\n".join(lines)
     print(table)
+    if partial:
+        return
 
     outdir = os.path.join(ROOT, "bench", "results")
     os.makedirs(outdir, exist_ok=True)
