@@ -120,6 +120,9 @@ def main():
     allocs += [tuple(e.split("=", 1)) for e in args.extra]
     if args.only:
         allocs = [a for a in allocs if a[0] in args.only.split(",")]
+    stray = [n for n in env_of if n not in [a[0] for a in allocs]]
+    if stray:
+        sys.exit(f"--env names no allocator of this run: {', '.join(stray)}")
     missing = [n for n, p in ALLOCATORS if p is not None and not os.path.exists(p)]
     if missing:
         print("not installed, left out:", ", ".join(missing),
