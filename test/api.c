@@ -743,6 +743,47 @@ static void test_magazine(void)
     CHECK(sl_check() == 0);
 }
 
+/* A burst of frees larger than a magazine (slab/heap.c: mag_grow): the
+ * magazine grows, so the next burst of as many stays in it, and the
+ * mallocs after it get the objects back in the reverse order of their
+ * frees, with no slab made or released; emptied (sl_purge), it starts
+ * again at its depth, 256 objects of 32 bytes. */
+static void test_magazine_burst(void)
+{
+    enum { N = 1500, DEPTH = 256 };
+    static void *ps[N];
+    sl_purge();
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++)
+            ps[i] = sl_malloc(32);
+        uint64_t made = sl_stat("slab_new"), released = sl_stat("slab_release");
+        for (int i = 0; i < N; i++)
+            sl_free(ps[i]);
+        CHECK(sl_check() == 0);
+        if (round == 0)
+            continue;
+        int lifo = 0;
+        for (int i = N - 1; i >= 0; i--) {
+            void *q = sl_malloc(32);
+            lifo += q == ps[i];
+            ps[i] = q;
+        }
+        CHECK_EQ(lifo, N); /* all of them from the magazine */
+        CHECK_EQ(sl_stat("slab_new"), made);
+        CHECK_EQ(sl_stat("slab_release"), released);
+        for (int i = 0; i < N; i++)
+            sl_free(ps[i]);
+    }
+    sl_purge(); /* the magazine empty, at its depth again */
+    for (int i = 0; i < DEPTH + 40; i++) /* fewer past it than a burst */
+        ps[i] = sl_malloc(32);
+    for (int i = 0; i < DEPTH + 40; i++)
+        sl_free(ps[i]);
+    CHECK(sl_malloc(32) == ps[DEPTH - 1]); /* the last that fitted */
+    CHECK(sl_check() == 0);
+    sl_purge();
+}
+
 int main(void)
 {
     test_sizes();
@@ -758,6 +799,7 @@ int main(void)
     test_giant();
     test_many_objects();
     test_magazine();
+    test_magazine_burst();
     test_stats_and_purge();
     test_huge_cache();
     test_stats_json();

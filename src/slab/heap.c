@@ -133,9 +133,12 @@ void take_woken(struct heap *h, unsigned id)
     }
 }
 
-/* Lay out h's idle magazine of class cls (heap.h), empty. */
+/* Lay out h's idle magazine of class cls (heap.h), empty, at its class's
+ * depth. */
 static void mag_layout(struct heap *h, unsigned cls)
 {
+    h->mag_shift[cls] = 0;
+    h->mag_burst[cls] = 0;
     *mag_mark(h, cls) = MAG_LIMIT;
     *mag_end(h, cls) = NULL;
     mag_set(h, cls, mag_end(h, cls));
@@ -422,6 +425,35 @@ void heap_free_object(struct slab *s, void *p)
 
 void (*heap_checked_free)(void *p);
 
+/* A burst of frees: MAG_BURST frees in a row found h's magazine of class
+ * cls full, with no malloc between them (a program that frees a batch
+ * larger than the magazine, to allocate as many again: tcmalloc's thread
+ * cache lists grow on the same pattern). The magazine doubles, up to its
+ * room (size_class.h), so the next such batch stays on the fast paths;
+ * mag_layout takes it back to its class's depth once it is emptied. Frees
+ * and mallocs that alternate (a random walk that meets the full magazine
+ * now and then) never grow it: a deeper magazine spreads their pushes and
+ * pops over more lines (with every magazine at its room, bench_slots took
+ * 0.1915 s against 0.1712, medians of 11 interleaved runs). false: it is
+ * at its room already. */
+#define MAG_BURST 64
+static bool mag_grow(struct heap *h, unsigned cls)
+{
+    uint32_t now = (uint32_t)ld_relaxed(&h->stats[STAT_alloc_small]);
+    if (now != h->mag_seen[cls]) {
+        h->mag_seen[cls] = now;
+        h->mag_burst[cls] = 0;
+        return false;
+    }
+    if (++h->mag_burst[cls] < MAG_BURST || mag_depth(h, cls) == class_mag_room[cls])
+        return false;
+    *mag_mark(h, cls) = NULL; /* a stale slot now, as any below the top */
+    h->mag_shift[cls]++;
+    *mag_mark(h, cls) = MAG_LIMIT;
+    h->mag_burst[cls] = 0;
+    return true;
+}
+
 void heap_free_mag_full_slow(struct heap *h, void *p)
 {
     unsigned cls = ld_relaxed(page_tag((uintptr_t)p)) & ((1u << TAG_PAGE_SHIFT) - 1);
@@ -429,6 +461,8 @@ void heap_free_mag_full_slow(struct heap *h, void *p)
         mag_layout(h, cls);
         return heap_mag_push(h, p, cls);
     }
+    if (mag_grow(h, cls))
+        return heap_mag_push(h, p, cls);
     _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
     heap_free_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p, w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
 }

@@ -116,6 +116,11 @@ struct heap {
     uint8_t rbatch_cls[RBATCH_CAP];      /* owner: each one's size class */
     struct slab *remote_held;            /* owner: the slab whose remote lock its thread
                                           * is taking or holds (slab.h), for fork */
+    uint8_t mag_shift[SL_NCLASSES];      /* owner: each magazine's depth is its class's
+                                          * class_mag_cap << this, at most its room */
+    uint16_t mag_burst[SL_NCLASSES];     /* owner: frees past the full magazine in a row
+                                          * with no malloc between (mag_grow) */
+    uint32_t mag_seen[SL_NCLASSES];      /* owner: STAT_alloc_small at the last of them */
 };
 
 extern struct heap heap_empty;
@@ -194,7 +199,12 @@ extern void *mag_none[1]; /* { NULL }: the empty magazines of heap_empty */
 extern void *mag_idle[2]; /* { MAG_LIMIT, NULL } */
 #define MAG_IDLE (&mag_idle[1])
 sl_inline void **mag_end(struct heap *h, unsigned cls) { return &h->mag[class_mag_end[cls]]; }
-sl_inline void **mag_mark(struct heap *h, unsigned cls) { return mag_end(h, cls) - class_mag_cap[cls] - 1; }
+sl_inline unsigned mag_depth(struct heap *h, unsigned cls)
+{
+    unsigned d = (unsigned)class_mag_cap[cls] << h->mag_shift[cls];
+    return d < class_mag_room[cls] ? d : class_mag_room[cls];
+}
+sl_inline void **mag_mark(struct heap *h, unsigned cls) { return mag_end(h, cls) - mag_depth(h, cls) - 1; }
 sl_inline void mag_set(struct heap *h, unsigned cls, void **top)
 {
     st_relaxed64(&h->mag_top[cls], top);

@@ -117,13 +117,18 @@ const uint16_t class_mag_cap[SL_NCLASSES] = {
     SL_SIZE_CLASSES(X)
 #undef X
 };
+const uint16_t class_mag_room[SL_NCLASSES] = {
+#define X(size, pages) (uint16_t)MAG_ROOM(size),
+    SL_SIZE_CLASSES(X)
+#undef X
+};
 uint16_t class_mag_end[SL_NCLASSES];
 
 void size_class_init(void)
 {
     unsigned at = 0;
     for (unsigned c = 0; c < SL_NCLASSES; c++) {
-        at += class_mag_cap[c] + 2u;
+        at += class_mag_room[c] + 2u;
         class_mag_end[c] = (uint16_t)(at - 1);
     }
 }

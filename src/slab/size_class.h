@@ -40,16 +40,21 @@
 #define SL_SMALL_MAX 32768
 /* Magazine depth per class (slab/heap.h): 64 KiB of objects, 16 to 256
  * (the classes above 4 KiB keep 16, 72 KiB to 512 KiB of them: jemalloc's
- * thread cache keeps 20 objects of its classes up to 32 KiB). A thread's
- * magazines hold at most 8.0 MiB (a full magazine of every class; 3.5 MiB
- * with 64 KiB per class and classes to 16 KiB); a watermark boost, sl_purge
- * and thread exit empty them. */
-#define MAG_BYTES       65536
-#define MAG_MAX_OBJECTS 256
-#define MAG_MIN_OBJECTS 16
-#define MAG_CAP(size)                                                                                      \
-    ((size) * MAG_MAX_OBJECTS <= MAG_BYTES ? MAG_MAX_OBJECTS                                               \
+ * thread cache keeps 20 objects of its classes up to 32 KiB). A magazine
+ * that a burst of frees overflows grows (heap.c: mag_grow), doubling up to
+ * its room: 64 KiB of objects too, at most 2048 (the classes of 16 to 256
+ * bytes can grow). A thread's magazines hold at most 8.4 MiB (a full
+ * magazine of every class, grown); a watermark boost, sl_purge and thread
+ * exit empty them, and an emptied magazine starts again at its depth. */
+#define MAG_BYTES        65536
+#define MAG_MAX_OBJECTS  256
+#define MAG_ROOM_OBJECTS 2048
+#define MAG_MIN_OBJECTS  16
+#define MAG_DEPTH(size, most)                                                                              \
+    ((size) * (most) <= MAG_BYTES ? (most)                                                                 \
      : (size) * MAG_MIN_OBJECTS >= MAG_BYTES ? MAG_MIN_OBJECTS : MAG_BYTES / (size))
+#define MAG_CAP(size)  MAG_DEPTH(size, MAG_MAX_OBJECTS)
+#define MAG_ROOM(size) MAG_DEPTH(size, MAG_ROOM_OBJECTS)
 /* The largest request the small fast path takes: SL_SMALL_MAX, or 0 in
  * checked mode (SLUICE_CHECK=1, api/checked.c), which then sees every
  * request through the slow path. One compare either way. */
@@ -64,11 +69,12 @@ static inline bool class_object_start(unsigned cls, uint32_t off)
     return (uint32_t)((uint64_t)off * class_recip[cls] >> 32) * class_size[cls] == off;
 }
 extern const uint8_t class_lut[SL_SMALL_MAX / 16 + 1];
-extern const uint16_t class_mag_cap[SL_NCLASSES]; /* MAG_CAP; see heap.h: struct heap's magazines */
-/* Every class's magazine in one array of a heap, each with a mark below
- * and a NULL end: MAG_SLOTS entries; class_mag_end[c] is c's NULL end
- * (set by size_class_init, before the first heap). */
-#define MAG_SLOT_X(size, pages) +MAG_CAP(size) + 2
+extern const uint16_t class_mag_cap[SL_NCLASSES];  /* MAG_CAP: a magazine's depth laid out */
+extern const uint16_t class_mag_room[SL_NCLASSES]; /* MAG_ROOM: the most it grows to */
+/* Every class's magazine in one array of a heap, each with room for its
+ * mark below and a NULL end: MAG_SLOTS entries; class_mag_end[c] is c's
+ * NULL end (set by size_class_init, before the first heap). */
+#define MAG_SLOT_X(size, pages) +MAG_ROOM(size) + 2
 enum { MAG_SLOTS = 0 SL_SIZE_CLASSES(MAG_SLOT_X) };
 extern uint16_t class_mag_end[SL_NCLASSES];
 void size_class_init(void);
