@@ -51,6 +51,7 @@ BENCHES = [
     ("slots", "bench_slots", 1.0, 0.4, "random replacement of 64k small objects (a cache)"),
     ("mixed", "bench_mixed", 1.0, 0.4, "8 B-256 KiB with realloc, 4k live, one thread"),
     ("crossfree", "bench_crossfree", 1.0, 0.4, "two threads free each other's objects"),
+    ("burst", "bench_burst", 1.0, 0.4, "batches of 25-1600 small objects allocated, then freed"),
 ]
 
 
