@@ -1,9 +1,14 @@
 // C++ operator new/delete on sluice: every variant, alignment, std::bad_alloc,
 // the new handler, nothrow, and that they really come from sluice.
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "sluice.h"
 
@@ -27,6 +32,52 @@ static bool giant_new_throws()
         return true;
     }
     return false;
+}
+
+// Does fn, run in a child, abort with a line on stderr that holds want?
+static bool dies_saying(void (*fn)(), const char *want)
+{
+    int fds[2];
+    if (pipe(fds))
+        return false;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        fn();
+        _exit(0);
+    }
+    close(fds[1]);
+    char buf[512] = {0};
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof buf - 1 && (r = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0)
+        got += size_t(r);
+    close(fds[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && std::strstr(buf, want);
+}
+
+struct Obj {
+    long words[6]; // 48 bytes
+};
+static Obj *volatile obj_sink;
+static void delete_twice()
+{
+    obj_sink = new Obj;
+    delete obj_sink;
+    delete obj_sink; // sized delete (48) of an object in the magazine
+}
+static void delete_wrong_size()
+{
+    void *p = ::operator new(48);
+    ::operator delete(p, 4000);
+}
+static void delete_foreign()
+{
+    static long not_ours[8];
+    void *volatile q = &not_ours[2]; // (hidden from the compiler's own check)
+    ::operator delete(q);
 }
 
 static int handler_calls;
@@ -72,6 +123,11 @@ int main()
     ::operator delete(al, 100, std::align_val_t(4096));
     void *sz = ::operator new(48);
     ::operator delete(sz, 48);
+
+    // misuse through delete: one line on stderr and an abort
+    CHECK(dies_saying(delete_twice, "double free"));
+    CHECK(dies_saying(delete_wrong_size, "sized free with the wrong size"));
+    CHECK(dies_saying(delete_foreign, "a pointer sluice did not allocate"));
 
     std::printf("cxx_new: %d passed, %d failed\n", pass, fail);
     return fail != 0;

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "../base/fatal.h"
+#include "fast.h"
 #include "sluice.h"
 
 typedef void (*new_handler_fn)(void);
@@ -38,9 +39,11 @@ static sl_noinline void *new_slow(size_t n, size_t align, bool nothrow)
     }
 }
 
+/* malloc's own fast path, inline (fast.h): through sl_malloc, a new cost
+ * a call through the PLT and a frame more than a malloc */
 sl_inline void *new_plain(size_t n, bool nothrow)
 {
-    void *p = sl_malloc(n);
+    void *p = alloc(n);
     return likely(p != NULL) ? p : new_slow(n, 0, nothrow);
 }
 
@@ -64,12 +67,12 @@ EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothro
 EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const nothrow_t *t) { (void)t; return new_aligned(n, a, true); }
 
 /* operator delete / delete[]: plain, nothrow, sized, aligned, and their mixes */
-EXPORT void _ZdlPv(void *p) { sl_free(p); }
-EXPORT void _ZdaPv(void *p) { sl_free(p); }
+EXPORT void _ZdlPv(void *p) { dealloc(p); }
+EXPORT void _ZdaPv(void *p) { dealloc(p); }
 EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; sl_free(p); }
 EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; sl_free(p); }
-EXPORT void _ZdlPvm(void *p, size_t n) { sl_free_sized(p, n); }
-EXPORT void _ZdaPvm(void *p, size_t n) { sl_free_sized(p, n); }
+EXPORT void _ZdlPvm(void *p, size_t n) { dealloc_sized(p, 0, n); }
+EXPORT void _ZdaPvm(void *p, size_t n) { dealloc_sized(p, 0, n); }
 EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a) { (void)a; sl_free(p); }
 EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a) { (void)a; sl_free(p); }
 EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { (void)a, (void)t; sl_free(p); }

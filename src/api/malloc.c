@@ -18,6 +18,7 @@
 #include "../slab/heap.h"
 #include "../zero/zero.h"
 #include "checked.h"
+#include "fast.h"
 #include "sluice.h"
 
 /* pull init.c (fork handlers, options, exit stats) into static links */
@@ -48,21 +49,11 @@ static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
 /* malloc above the small limit: a medium run straight from the thread's
  * page cache (no zeroing, no alignment, so no frame to keep), the rest
  * through alloc_large_slow. */
-static sl_noinline void *alloc_large(size_t n)
+sl_noinline void *alloc_large(size_t n)
 {
     if (likely(n <= MEDIUM_MAX && !sl_checked))
         return heap_alloc_run(n, 0, NULL);
     return alloc_large_slow(n, 0, false);
-}
-
-/* sl_small_limit is SL_SMALL_MAX, or 0 in checked mode (checked.h): the
- * same one compare either way. malloc(0) takes the small path in both, and
- * its class (SL_CLASS_ZERO) sends it to a zone slot. */
-sl_inline void *alloc(size_t n)
-{
-    if (likely(n <= sl_small_limit))
-        return heap_alloc_small(n);
-    return alloc_large(n);
 }
 
 /* The small class for n bytes aligned to align (<= 4 KiB): the first class
@@ -116,7 +107,7 @@ static bool checked_ptr(const void *p, uintptr_t e)
     return (e & PM_HUGE) && p != ((struct huge *)pagemap_region(e))->base;
 }
 
-static sl_cold void free_other_slow(void *p, uintptr_t e)
+sl_cold void free_other_slow(void *p, uintptr_t e)
 {
     if (!p)
         return;
@@ -134,12 +125,7 @@ static sl_cold void free_other_slow(void *p, uintptr_t e)
     heap_bad_free(p, e, "free");
 }
 
-void sl_free(void *p)
-{
-    if (likely(pagemap_is_block_grain((uintptr_t)p)))
-        return heap_free_block(p);
-    free_other_slow(p, pagemap_get((uintptr_t)p));
-}
+void sl_free(void *p) { dealloc(p); }
 
 void *sl_calloc(size_t n, size_t size)
 {
@@ -357,19 +343,8 @@ static bool size_matches(const void *p, size_t size, size_t align)
     return c == slab_of_page(head)->cls;
 }
 
-void sl_free_aligned_sized(void *p, size_t align, size_t size)
+sl_cold void free_sized_slow(void *p, size_t align, size_t size)
 {
-    uintptr_t a = (uintptr_t)p;
-    /* A malloc-class slab's pages carry their class in the page tag: a size
-     * of that class goes straight to free, which validates p as it always
-     * does; a mismatch, any other kind of memory, alignment above the
-     * grain and checked mode take the full check below (so its messages,
-     * a bad pointer before a wrong size, stay). */
-    if (likely(!sl_checked && align <= SL_GRAIN && size <= SL_SMALL_MAX && pagemap_is_block_grain(a))) {
-        uint32_t t = ld_relaxed(page_tag(a));
-        if (likely(t && (t & ((1u << TAG_PAGE_SHIFT) - 1)) == size_class_small(size)))
-            return heap_free_block(p);
-    }
     if (!p)
         return;
     if (checked_ptr(p, pagemap_get((uintptr_t)p)))
@@ -380,7 +355,9 @@ void sl_free_aligned_sized(void *p, size_t align, size_t size)
     sl_free(p);
 }
 
-void sl_free_sized(void *p, size_t size) { sl_free_aligned_sized(p, 0, size); }
+void sl_free_aligned_sized(void *p, size_t align, size_t size) { dealloc_sized(p, align, size); }
+
+void sl_free_sized(void *p, size_t size) { dealloc_sized(p, 0, size); }
 
 /* ---- libc names ------------------------------------------------------- */
 

@@ -1,0 +1,59 @@
+/* fast.h — the fast paths of malloc and free, inline, for every entry
+ * point that is malloc or free under another name: the malloc family
+ * (malloc.c) and C++'s operator new and delete (cxx.c). Those are
+ * exported, so a call from one to another would go through the PLT (an
+ * exported name may be interposed) and add a frame; each inlines these
+ * instead. The slow paths stay out of line in malloc.c.
+ *
+ * Size dispatch: n <= sl_small_limit, a slab object (slab/heap.h); above,
+ * alloc_large. sl_small_limit is SL_SMALL_MAX, or 0 in checked mode
+ * (checked.h): the same one compare either way. malloc(0) takes the small
+ * path in both, and its class (SL_CLASS_ZERO) sends it to a zone slot.
+ */
+#ifndef SL_API_FAST_H
+#define SL_API_FAST_H
+
+#include "../slab/heap.h"
+#include "checked.h"
+
+/* malloc above the small limit (malloc.c). */
+void *alloc_large(size_t n);
+/* free of what is not a grain of a pageblock (pagemap entry e): NULL, a
+ * zero-size slot, a huge mapping, checked mode's pointers, and the report
+ * of anything else (malloc.c). */
+void free_other_slow(void *p, uintptr_t e);
+/* A sized free that dealloc_sized did not take: the full check, with
+ * free's messages first (a bad pointer before a wrong size) (malloc.c). */
+void free_sized_slow(void *p, size_t align, size_t size);
+
+sl_inline void *alloc(size_t n)
+{
+    if (likely(n <= sl_small_limit))
+        return heap_alloc_small(n);
+    return alloc_large(n);
+}
+
+sl_inline void dealloc(void *p)
+{
+    if (likely(pagemap_is_block_grain((uintptr_t)p)))
+        return heap_free_block(p);
+    free_other_slow(p, pagemap_get((uintptr_t)p));
+}
+
+/* free_sized, free_aligned_sized and C++'s sized delete. A malloc-class
+ * slab's pages carry their class in the page tag: a size of that class
+ * goes straight to free, which validates p as it always does; a mismatch,
+ * any other kind of memory, alignment above the grain and checked mode
+ * take the full check. */
+sl_inline void dealloc_sized(void *p, size_t align, size_t size)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (likely(!sl_checked && align <= SL_GRAIN && size <= SL_SMALL_MAX && pagemap_is_block_grain(a))) {
+        uint32_t t = ld_relaxed(page_tag(a));
+        if (likely(t && (t & ((1u << TAG_PAGE_SHIFT) - 1)) == size_class_small(size)))
+            return heap_free_block(p);
+    }
+    free_sized_slow(p, align, size);
+}
+
+#endif
