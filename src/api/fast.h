@@ -14,7 +14,6 @@
 #define SL_API_FAST_H
 
 #include "../slab/heap.h"
-#include "checked.h"
 
 /* malloc above the small limit (malloc.c). */
 void *alloc_large(size_t n);
@@ -42,16 +41,18 @@ sl_inline void dealloc(void *p)
 
 /* free_sized, free_aligned_sized and C++'s sized delete. A malloc-class
  * slab's pages carry their class in the page tag: a size of that class
- * goes straight to free, which validates p as it always does; a mismatch,
- * any other kind of memory, alignment above the grain and checked mode
- * take the full check. */
+ * goes straight to free (with the tag read), which validates p as it
+ * always does; a mismatch, any other kind of memory, alignment above the
+ * grain and checked mode take the full check. */
 sl_inline void dealloc_sized(void *p, size_t align, size_t size)
 {
     uintptr_t a = (uintptr_t)p;
-    if (likely(!sl_checked && align <= SL_GRAIN && size <= SL_SMALL_MAX && pagemap_is_block_grain(a))) {
+    /* sl_small_limit is 0 in checked mode, and no page tag has the class
+     * of 0 bytes (SL_CLASS_ZERO) */
+    if (likely(align <= SL_GRAIN && size <= sl_small_limit && pagemap_is_block_grain(a))) {
         uint32_t t = ld_relaxed(page_tag(a));
         if (likely(t && (t & ((1u << TAG_PAGE_SHIFT) - 1)) == size_class_small(size)))
-            return heap_free_block(p);
+            return heap_free_block_tagged(p, t);
     }
     free_sized_slow(p, align, size);
 }

@@ -329,11 +329,11 @@ sl_inline void heap_mag_push(struct heap *h, void *p, unsigned cls)
  * does not read the line the owner writes on every allocation (the slow
  * path batches it: remote_batch.c). Nothing is written before the bitmap
  * says p is live and its cookie says it is not in the magazine. */
-sl_inline void heap_free_block(void *p)
+sl_inline void heap_free_block_tagged(void *p, uint32_t tag)
 {
     uintptr_t a = (uintptr_t)p;
     struct heap *h = tls_heap;
-    uint32_t x = tag_relative(h, ld_relaxed(page_tag(a)));
+    uint32_t x = tag_relative(h, tag);
     if (unlikely(x >= TAG_MINE_LIMIT))
         return heap_free_block_slow(p, x);
     _Atomic uint64_t *w = bitmap_word(a);
@@ -346,6 +346,9 @@ sl_inline void heap_free_block(void *p)
         heap_free_cookie_slow(p);
     heap_mag_push(h, p, cls);
 }
+/* The same, with p's page tag loaded by the caller (a sized free has read
+ * it for the class). */
+sl_inline void heap_free_block(void *p) { heap_free_block_tagged(p, ld_relaxed(page_tag((uintptr_t)p))); }
 
 /* Free of p in a pageblock now, whoever owns it (validated here). */
 void heap_free_block_now(void *p);
