@@ -5,8 +5,9 @@
  *
  * Magazines (tcmalloc's per-thread free lists, for the malloc classes): a
  * small free by the thread that owns the object's slab pushes the object
- * onto the heap's magazine of its class, up to class_mag_cap objects (64
- * KiB, 16 to 256); malloc pops the magazine before the current slab. An
+ * onto the heap's magazine of its class, up to its depth (class_mag_cap:
+ * 64 KiB, 16 to 256; a burst of frees grows it to its room, heap.c:
+ * mag_grow); malloc pops the magazine before the current slab. An
  * object in a magazine keeps its live bit and still counts as used in its
  * slab; what marks it free is its second word, set to heap_cookie (a
  * random value per process) by the free that pushes it and cleared by the
