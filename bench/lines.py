@@ -28,14 +28,14 @@ def lines_of(addr, size):
 
 
 def measure(lib, size):
-    """Per measured replacement: (lines of the free, of the malloc, of both)."""
+    """For the free, the malloc and the two together: (mean lines a call, mean varying lines)."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     if lib:
         env["LD_PRELOAD"] = lib
     p = subprocess.Popen(["valgrind", "--tool=lackey", "--trace-mem=yes", "--log-fd=2", PROG, str(size)],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    marker = stack = main = None
+    marker = stack = main_at = None
     regions, cur, state, insn = [], None, 0, 0
     for line in p.stderr:
         c = line[:2]
@@ -54,12 +54,12 @@ def measure(lib, size):
                     regions.append(cur)
                 state = k + 1 if k < 2 else 0
                 continue
-            if state and not (main - MAIN_SPAN <= insn < main + MAIN_SPAN) and \
+            if state and not (main_at - MAIN_SPAN <= insn < main_at + MAIN_SPAN) and \
                     not (stack - STACK_BELOW <= addr < stack + 4096):
                 cur[state - 1].append((addr, int(line[comma + 1:])))
         elif line.startswith("lines-markers"):
             w = line.split()
-            marker, stack, main = int(w[1], 16), int(w[3], 16), int(w[5], 16)
+            marker, stack, main_at = int(w[1], 16), int(w[3], 16), int(w[5], 16)
     ops = [tuple(int(x, 16) for x in l.split()[1:]) for l in p.stdout.read().splitlines() if l.startswith("op ")]
     p.wait()
     if p.returncode or len(ops) != len(regions):
