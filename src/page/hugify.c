@@ -11,6 +11,8 @@
  *     the call returns at once and khugepaged does the copy later;
  *   - where the kernel refuses MADV_COLLAPSE (older than 6.1, EINVAL),
  *     with MADV_HUGEPAGE as well.
+ * A block whose collapse and advice the kernel both refused is tried
+ * again once it has stayed dense another HUGIFY_AGE_MS, not on every pass.
  * MADV_HUGEPAGE at map time (SLUICE_THP=madvise, page.c block_new) is
  * the other mechanism: every fault in a block may then stall on direct
  * compaction in the faulting thread (defrag=madvise), and a sparse block
@@ -25,7 +27,8 @@
  *     the dirty cap leaves out. A block that turns sparse (more than half
  *     free) loses the flag, and purges may split it.
  *   - pinned: hugify is collapsing the block outside the lock: it is not
- *     unmapped meanwhile, even if it comes wholly free.
+ *     unmapped meanwhile, even if it comes wholly free. It has thp set
+ *     (so counts in thp_blocks) until the kernel's answer comes.
  * Placement already favours the fullest block (page.c), so blocks tend to
  * end up dense (hugepage) or empty (unmapped or purged whole).
  */
@@ -117,9 +120,11 @@ void hugify(uint64_t now, bool background, unsigned max, bool (*go_on)(void))
             stat_add_shared(r ? STAT_thp_failed : collapsed ? STAT_thp_collapse : STAT_thp_advise, 1);
         lock_acquire(&heap.lock);
         b->pinned = false;
-        if (r)
+        if (r) {
             block_set_thp(b, false);
-        else if (collapsed)
+            if (!skipped) /* refused: tried again once it has been dense HUGIFY_AGE_MS more */
+                b->dense_ms = now ? now : 1;
+        } else if (collapsed)
             pages_all_dirty(b);
         heap_unlock();
     }
