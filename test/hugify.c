@@ -336,6 +336,15 @@ int main(void)
                 usleep(10 * 1000);
             CHECK_EQ(sl_stat("thp_blocks"), 0);
             CHECK_EQ(sl_stat("block_thp_bytes"), 0);
+            /* a refused block is tried again only once it has been dense
+             * another HUGIFY_AGE_MS (1 s), not on every pass: in 1.5 s,
+             * at most twice more each */
+            uint64_t failed = sl_stat("thp_failed");
+            usleep(1500 * 1000);
+            uint64_t again = sl_stat("thp_failed") - failed, blocks = sl_stat("blocks");
+            printf("hugify (madvise refused): %llu more refusals in 1.5 s, %llu blocks\n", (unsigned long long)again,
+                   (unsigned long long)blocks);
+            CHECK(again <= 2 * blocks);
         } else {
             CHECK(sl_stat("thp_blocks") >= 4);
             for (int i = 0; i < N; i += 16) { /* still dense: advised blocks are not purged */
