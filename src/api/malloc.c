@@ -149,7 +149,7 @@ static size_t usable_checked(const void *p, const char *op)
     if (checked_ptr(p, e))
         return checked_usable(p);
     if (e & PM_BLOCK) {
-        if (!block_live((uintptr_t)p) || heap_in_magazine((void *)p))
+        if (!block_live((uintptr_t)p) || heap_is_freed((void *)p))
             heap_bad_free(p, e, op);
         return heap_usable_size((void *)p);
     }
@@ -229,7 +229,7 @@ static sl_noinline void *realloc_slow(void *p, size_t n)
         return realloc_huge_or_bad(p, pagemap_get(a), n);
     if (!run) {
         struct slab *s = slab_of_page(page_head(page_of(p)));
-        if (*mag_cookie(p) == heap_cookie && heap_in_magazine(p)) /* freed */
+        if (*mag_cookie(p) == heap_cookie && heap_is_freed(p)) /* freed */
             heap_bad_free(p, pagemap_get((uintptr_t)p), "realloc");
         if (n <= s->size && size_class(n) == s->cls) { /* the cookie matched by chance */
             count_realloc(STAT_realloc_inplace);

@@ -108,5 +108,16 @@ sl_inline bool bit_take64(uint64_t *v, uintptr_t i)
 #else
 #define st_relaxed64(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #endif
+/* The same store with release order: on x86 (TSO) every store is one, so
+ * only the compiler is held back (a signal fence emits nothing). */
+#if defined(__x86_64__) && !defined(SL_TSAN)
+#define st_release64(p, v)                           \
+    do {                                             \
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);     \
+        st_relaxed64(p, v);                          \
+    } while (0)
+#else
+#define st_release64(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#endif
 
 #endif

@@ -86,14 +86,16 @@ static sl_noinline _Noreturn void chain_bad(void **ptrs, size_t from, size_t to,
     heap_bad_free((void *)q, pagemap_get(q), "free");
 }
 
-/* An object q of class cls of another thread's malloc slab at lo joins a
- * chain: it must be an object start (the mark goes into its second word,
- * so into no other object); it gets the mark, which the owner checks when
- * it takes the bit (slab/heap.h). Written, not read, as in sl_free. */
-sl_inline void chain_mark(uintptr_t q, uintptr_t lo, unsigned cls)
+/* An object q of class cls of another thread's malloc slab s at lo joins
+ * a chain: it must be an object start (the mark goes into its second word,
+ * so into no other object); a mark there already is a hint of a double
+ * free, reported if confirmed (slab/free_state.c), as in sl_free; then it
+ * gets the mark, which the owner checks when it takes the bit. */
+sl_inline void chain_mark(struct slab *s, uintptr_t q, uintptr_t lo, unsigned cls)
 {
     if (unlikely(!class_object_start(cls, (uint32_t)(q - lo))))
         heap_bad_free((void *)q, pagemap_get(q), "free");
+    heap_free_hint_check((void *)q, s);
     *mag_cookie((void *)q) = heap_cookie;
 }
 
@@ -127,7 +129,7 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
     uint64_t value = own ? ld_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)]) : ~(uint64_t)0;
     uint64_t avail = value & ~bitmap_bit(p), misaligned = 0;
     if (mark)
-        chain_mark(p, lo, mark_cls);
+        chain_mark(s, p, lo, mark_cls);
     uint32_t sum = own ? 0 : remote_sum_bit(lo, p, gsh);
     uint32_t old = own ? 0 : remote_lock(s, &h->remote_held);
 /* the chain leaves word wk for the word of q */
@@ -160,7 +162,7 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
         if (!own && unlikely(q & (SL_GRAIN - 1)))
             chain_bad(ptrs, j, n, q);
         if (mark)
-            chain_mark(q, lo, mark_cls);
+            chain_mark(s, q, lo, mark_cls);
         if (unlikely(!bit_take64(&avail, q >> SL_GRAIN_SHIFT)))
             chain_bad(ptrs, j, n, q);
     }
@@ -183,7 +185,7 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
         if (unlikely(q & (SL_GRAIN - 1)))
             heap_bad_free((void *)q, pagemap_get(q), "free");
         if (mark)
-            chain_mark(q, lo, mark_cls);
+            chain_mark(s, q, lo, mark_cls);
         if (q >> 10 != wk)
             CHAIN_SWITCH(q);
         if (unlikely(!bit_take64(&avail, q >> SL_GRAIN_SHIFT)))

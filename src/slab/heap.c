@@ -139,8 +139,8 @@ static void mag_layout(struct heap *h, unsigned cls)
 {
     h->mag_shift[cls] = 0;
     h->mag_burst[cls] = 0;
-    *mag_mark(h, cls) = MAG_LIMIT;
-    *mag_end(h, cls) = NULL;
+    __atomic_store_n(mag_mark(h, cls), MAG_LIMIT, __ATOMIC_RELAXED); /* slots: free_state_find reads them */
+    __atomic_store_n(mag_end(h, cls), NULL, __ATOMIC_RELAXED);
     mag_set(h, cls, mag_end(h, cls));
 }
 
@@ -343,8 +343,7 @@ void heap_mag_flush_class(struct heap *h, unsigned cls)
     void **top = h->mag_top[cls];
     mag_set(h, cls, MAG_IDLE);
     for (; *top; top++) {
-        void *p = *top;
-        *mag_cookie(p) = 0;
+        void *p = *top; /* keeps the cookie: free, on its slab (free_state.c) */
         bitmap_clear_owner((uintptr_t)p);
         slab_push_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p);
     }
@@ -354,14 +353,6 @@ void heap_mag_flush(struct heap *h)
 {
     for (unsigned c = 0; c < SL_NCLASSES; c++)
         heap_mag_flush_class(h, c);
-}
-
-void heap_free_cookie_slow(void *p) { heap_bad_free(p, pagemap_get((uintptr_t)p), "free"); }
-
-bool heap_in_magazine(void *p)
-{
-    uint32_t t = ld_relaxed(page_tag((uintptr_t)p)); /* runs and user caches: tag 0, no cookie */
-    return t && *mag_cookie(p) == __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED);
 }
 
 /* A free of p, a malloc-class object start, by a thread that does not own
@@ -403,14 +394,20 @@ void heap_free_object(struct slab *s, void *p)
         h = tls_heap;
     uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
     if (owner == slab_owner_word(h, s->cls)) {
-        if (s->cls < SL_NCLASSES ? *mag_cookie(p) == h->cookie : slab_freed_remotely(s, (uintptr_t)p))
+        /* nothing is written into p here: checked mode frees its blocks
+         * this way, and their second word is its header's */
+        if (s->cls < SL_NCLASSES)
+            heap_free_hint_check(p, s);
+        else if (slab_freed_remotely(s, (uintptr_t)p))
             heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
         _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
         return heap_free_owned(h, s, p, slab_link(s, p), w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
     }
     heap_count(h, STAT_free_remote, 1);
-    if (s->cls < SL_NCLASSES)
+    if (s->cls < SL_NCLASSES) {
+        heap_free_hint_check(p, s);
         remote_mark(p);
+    }
     if (h == &heap_empty) { /* no heap, so no slot for the remote lock: a lock fork takes */
         lock_acquire(&heapless_lock);
         bool was_full = slab_free_remote(s, p, NULL);
@@ -447,9 +444,9 @@ static bool mag_grow(struct heap *h, unsigned cls)
     }
     if (++h->mag_burst[cls] < MAG_BURST || mag_depth(h, cls) == class_mag_room[cls])
         return false;
-    *mag_mark(h, cls) = NULL; /* a stale slot now, as any below the top */
+    __atomic_store_n(mag_mark(h, cls), NULL, __ATOMIC_RELAXED); /* a stale slot now, as any below the top */
     h->mag_shift[cls]++;
-    *mag_mark(h, cls) = MAG_LIMIT;
+    __atomic_store_n(mag_mark(h, cls), MAG_LIMIT, __ATOMIC_RELAXED);
     h->mag_burst[cls] = 0;
     return true;
 }
@@ -464,6 +461,7 @@ void heap_free_mag_full_slow(struct heap *h, void *p)
     if (mag_grow(h, cls))
         return heap_mag_push(h, p, cls);
     _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
+    *mag_cookie(p) = h->cookie; /* free, on its slab (free_state.c) */
     heap_free_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p, w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
 }
 
@@ -500,6 +498,7 @@ void heap_free_block_slow(void *p, uint32_t x)
          * here) */
         if (unlikely(!class_object_start(t & ((1u << TAG_PAGE_SHIFT) - 1), (uint32_t)((uintptr_t)p - tag_slab_head(p, t)))))
             heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
+        heap_free_hint_check(p, slab_of_page(page_of((void *)tag_slab_head(p, t))));
         remote_mark(p);
         return remote_batch_add(h, p, t);
     }

@@ -208,7 +208,7 @@ sl_inline unsigned mag_depth(struct heap *h, unsigned cls)
 sl_inline void **mag_mark(struct heap *h, unsigned cls) { return mag_end(h, cls) - mag_depth(h, cls) - 1; }
 sl_inline void mag_set(struct heap *h, unsigned cls, void **top)
 {
-    st_relaxed64(&h->mag_top[cls], top);
+    st_release64(&h->mag_top[cls], top); /* after its slots: free_state_find reads them */
     h->mag_first[cls] = *top;
 }
 sl_inline unsigned mag_count(struct heap *h, unsigned cls)
@@ -298,14 +298,35 @@ void heap_mag_flush_class(struct heap *h, unsigned cls);
  * full: straight onto its slab, its live bit cleared; or idle:
  * the magazine is laid out and p pushed. */
 void heap_free_mag_full_slow(struct heap *h, void *p);
-/* Free of p (live bit set; a malloc-class object of h's) whose second word
- * holds the cookie: in a magazine, or freed by another thread and not
- * taken yet: reported. */
-_Noreturn void heap_free_cookie_slow(void *p);
-/* Is p (live bit set) free all the same: in a magazine, or freed by another
- * thread and not taken yet (its cookie says so)? For the checks of
- * realloc, malloc_usable_size and the like. */
-bool heap_in_magazine(void *p);
+/* The free-path contract (free_state.c): where a freed object can be,
+ * found in the structure that holds it. The cookie in an object's second
+ * word is a hint; only a state found here is reported. */
+enum free_state {
+    FREE_NOT_FOUND,   /* live, as far as any structure knows */
+    FREE_IN_BATCH,    /* in a thread's remote batch */
+    FREE_REMOTE_BIT,  /* its remote-free bit set, not taken by its owner */
+    FREE_IN_MAGAZINE, /* in its owner's magazine */
+    FREE_ON_SLAB,     /* no live bit: on its slab's free list, or unlinked */
+};
+/* Where p, an object start of slab s, is free; self is the calling
+ * thread's heap (heap_empty if none). */
+enum free_state free_state_find(void *p, struct slab *s, struct heap *self);
+/* Does h's remote batch hold p? Does any other heap's than self's (heaps.c;
+ * false if the registry's lock is busy)? */
+bool heap_batch_holds(struct heap *h, const void *p);
+bool heaps_batch_holds(const void *p, struct heap *self);
+/* Free of p (live bit set; a malloc-class object of h's, class cls) whose
+ * second word holds the cookie: reported if free_state_find finds it
+ * free, else pushed onto the magazine (a live object whose bytes only
+ * looked like a freed one's). */
+void heap_free_cookie_slow(struct heap *h, void *p, unsigned cls);
+/* Before a free of p (an object start of malloc slab s, by any thread):
+ * if its second word holds the cookie and free_state_find confirms it,
+ * report a double free. */
+void heap_free_hint_check(void *p, struct slab *s);
+/* Is p (live bit set) free all the same: its cookie matches and
+ * free_state_find confirms it? For realloc, malloc_usable_size. */
+bool heap_is_freed(void *p);
 
 /* Push p (validated, not in the magazine) onto h's magazine of class cls,
  * or free it to its slab if the magazine is full. */
@@ -315,8 +336,8 @@ sl_inline void heap_mag_push(struct heap *h, void *p, unsigned cls)
     if (unlikely(*top == MAG_LIMIT))
         return heap_free_mag_full_slow(h, p);
     *mag_cookie(p) = h->cookie;
-    *top = p;
-    st_relaxed64(&h->mag_top[cls], top);
+    __atomic_store_n(top, p, __ATOMIC_RELAXED); /* read by free_state_find */
+    st_release64(&h->mag_top[cls], top);
     h->mag_first[cls] = p;
     stat_add(h->stats, STAT_free_small, 1);
 }
@@ -344,7 +365,7 @@ sl_inline void heap_free_block_tagged(void *p, uint32_t tag)
         return heap_free_block_slow(p, x);
     unsigned cls = x & ((1u << TAG_PAGE_SHIFT) - 1);
     if (unlikely(*mag_cookie(p) == h->cookie))
-        heap_free_cookie_slow(p);
+        return heap_free_cookie_slow(h, p, cls);
     heap_mag_push(h, p, cls);
 }
 /* The same, with p's page tag loaded by the caller (a sized free has read

@@ -268,6 +268,19 @@ void heap_collect_all(void)
     lock_release(&heaps_lock);
 }
 
+bool heaps_batch_holds(const void *p, struct heap *self)
+{
+    /* only asked after a hint of a double free; a thread that holds the
+     * lock already (a free from inside a reclaim) is not kept waiting */
+    if (lock_held_by_self(&heaps_lock) || !lock_try(&heaps_lock))
+        return false;
+    bool found = false;
+    for (struct heap *h = all_heaps; h && !found; h = h->all_next)
+        found = h != self && heap_batch_holds(h, p);
+    lock_release(&heaps_lock);
+    return found;
+}
+
 void heap_sum_stats(uint64_t out[STAT_COUNT])
 {
     for (int i = 0; i < STAT_COUNT; i++)

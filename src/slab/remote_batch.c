@@ -74,7 +74,7 @@ void remote_batch_flush(struct heap *h)
         at[c] += at[c - 1];
     for (unsigned i = 0; i < n; i++)
         v[at[h->rbatch_cls[i]]++] = (uintptr_t)h->rbatch[i];
-    h->rbatch_n = 0;
+    __atomic_store_n(&h->rbatch_n, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&h->rbatch_bytes, 0, __ATOMIC_RELAXED); /* mallinfo reads it */
     atomic_signal_fence(memory_order_seq_cst);
     /* a run of one slab's words under one hold of its remote lock */
@@ -119,10 +119,10 @@ void remote_batch_flush(struct heap *h)
 void remote_batch_add(struct heap *h, void *p, uint32_t t)
 {
     unsigned n = h->rbatch_n, cls = t & ((1u << TAG_PAGE_SHIFT) - 1);
-    h->rbatch[n] = p;
+    __atomic_store_n(&h->rbatch[n], p, __ATOMIC_RELAXED); /* free_state_find reads the batch */
     h->rbatch_cls[n] = (uint8_t)cls;
     atomic_signal_fence(memory_order_seq_cst); /* the slot before the count (see the top) */
-    h->rbatch_n = n + 1;
+    __atomic_store_n(&h->rbatch_n, n + 1, __ATOMIC_RELEASE);
     uint32_t bytes = h->rbatch_bytes + class_size[cls];
     __atomic_store_n(&h->rbatch_bytes, bytes, __ATOMIC_RELAXED);
     if (n + 1 == RBATCH_CAP || bytes >= RBATCH_BYTES)

@@ -151,7 +151,8 @@ static unsigned collect_word(struct slab *s, uintptr_t w, void **mag, uint64_t m
         }
     if (fill) /* their freers' mark is the magazine's cookie: they go in as they are */
         for (; m && fill->top - 1 > fill->mark; m &= m - 1) {
-            *--fill->top = (void *)(w + ((uintptr_t)__builtin_ctzll(m) << SL_GRAIN_SHIFT));
+            __atomic_store_n(--fill->top, (void *)(w + ((uintptr_t)__builtin_ctzll(m) << SL_GRAIN_SHIFT)),
+                             __ATOMIC_RELAXED); /* free_state_find reads the slots */
             ++*filled;
         }
     st_relaxed(bw, v & ~m);
