@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 
+#include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../base/lock.h"
 #include "../huge/huge.h"
@@ -308,3 +309,22 @@ void *checked_realloc(void *p, size_t n)
     checked_free(p);
     return moved;
 }
+
+/* The reclaim registry's entry (base/drain.h): the quarantine is released
+ * whole (sl_purge, a failed allocation), first of all, since its blocks
+ * go back to the structures drained after it. */
+static void drain_quarantine(enum drain_depth depth, size_t want)
+{
+    (void)depth, (void)want;
+    if (sl_checked)
+        checked_flush();
+}
+static size_t quarantine_held(void)
+{
+    lock_acquire(&quarantine_lock);
+    size_t n = q.bytes;
+    lock_release(&quarantine_lock);
+    return n;
+}
+DRAIN_REGISTER(quarantine_drain, .name = "quarantine", .order = DRAIN_QUARANTINE,
+               .depths = DRAIN_PURGE | DRAIN_ENOMEM, .run = drain_quarantine, .held = quarantine_held);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "../base/drain.h"
 #include "../cache/cache.h"
 #include "../huge/huge.h"
 #include "../page/page.h"
@@ -15,17 +16,9 @@
 #include "checked.h"
 #include "sluice.h"
 
-void sl_purge(void)
-{
-    if (sl_checked)
-        checked_flush();
-    cache_reclaim_all(SIZE_MAX); /* the caches' owners give objects back first */
-    page_gather_begin(); /* free pageblocks go back together */
-    heap_collect_all();
-    page_purge_all();
-    page_gather_end();
-    huge_trim();
-}
+/* Every drain of the reclaim registry (base/drain.h), in its order: the
+ * quarantine, the caches' shrinkers, then every cache of sluice's own. */
+void sl_purge(void) { drain_all(DRAIN_PURGE, SIZE_MAX); }
 
 void sl_flush(void) { teardown_flush(); }
 

@@ -106,6 +106,7 @@ static void fork_child(void)
 {
     for (int i = 0; i < NFORK_LOCKS; i++)
         lock_reset(fork_locks[i]);
+    lock_holds_reset();
     purge_fork_child();
     reclaimer_fork_child();
     teardown_fork_child();
@@ -125,7 +126,6 @@ __attribute__((constructor)) static void sluice_init(void)
     options_init();
     checked_init();
     reclaimer_init();
-    teardown_init();
     fork_locks_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

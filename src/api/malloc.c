@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../huge/huge.h"
 #include "../slab/heap.h"
@@ -30,8 +31,11 @@ __attribute__((used)) static char *const init_linked = &sl_init_linked;
 
 static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
 {
-    if (unlikely(sl_checked))
-        return checked_alloc(n, align); /* zeroed either way */
+    if (unlikely(sl_checked)) {
+        void *p;
+        DRAIN_RETRY(p, checked_alloc(n, align)); /* zeroed either way; the quarantine is drained first */
+        return p;
+    }
     if (n <= MEDIUM_MAX && align <= MEDIUM_MAX_ALIGN) {
         bool clean;
         void *p = heap_alloc_run(n, align, &clean);
@@ -40,7 +44,8 @@ static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
         return p;
     }
     struct heap *h = heap_get();
-    void *p = huge_alloc(n, align, zero);
+    void *p;
+    DRAIN_RETRY(p, huge_alloc(n, align, zero));
     if (p && h)
         stat_add(h->stats, STAT_alloc_huge, 1);
     return p;

@@ -11,6 +11,7 @@
 
 _Atomic int lock_fork_active;
 static __thread char lock_identity;
+__thread int lock_holds __attribute__((tls_model("initial-exec")));
 
 const void *lock_self(void) { return &lock_identity; }
 
@@ -48,7 +49,13 @@ void lock_release_slow(sl_lock *l)
     os_futex_wake(&l->seq, 1);
 }
 
-bool lock_try(sl_lock *l) { return try_once(l); }
+bool lock_try(sl_lock *l)
+{
+    if (!try_once(l))
+        return false;
+    lock_holds++;
+    return true;
+}
 
 #define FORK_TRY_SPINS (1L << 22) /* some milliseconds */
 
@@ -60,11 +67,14 @@ bool lock_acquire_fork(sl_lock *l, bool bounded)
     }
     if (lock_held_by_self(l)) {
         l->nested++;
+        lock_holds++;
         return true;
     }
     for (long i = 0; i < FORK_TRY_SPINS; i++) {
-        if (ld_relaxed(&l->owner) == NULL && try_once(l))
+        if (ld_relaxed(&l->owner) == NULL && try_once(l)) {
+            lock_holds++;
             return true;
+        }
         cpu_relax();
     }
     return false;

@@ -30,12 +30,17 @@ typedef struct sl_lock {
 
 extern _Atomic int lock_fork_active;
 const void *lock_self(void); /* this thread's identity */
+/* How many holds of sluice's locks this thread has now (nested ones
+ * included): work that takes locks of its own, such as the reclaim
+ * registry's drains (drain.h), runs only at 0. */
+extern __thread int lock_holds;
 
 void lock_acquire_slow(sl_lock *l);
 
 sl_inline void lock_acquire(sl_lock *l)
 {
     const void *expected = NULL;
+    lock_holds++;
     if (likely(atomic_compare_exchange_strong_explicit(&l->owner, &expected, lock_self(), memory_order_acquire,
                                                        memory_order_relaxed)))
         return;
@@ -46,6 +51,7 @@ void lock_release_slow(sl_lock *l);
 
 sl_inline void lock_release(sl_lock *l)
 {
+    lock_holds--;
     if (unlikely(l->nested)) {
         l->nested--;
         return;
@@ -57,6 +63,8 @@ sl_inline void lock_release(sl_lock *l)
 
 bool lock_try(sl_lock *l);
 void lock_reset(sl_lock *l);
+/* A fork child: its one thread holds nothing once every lock is reset. */
+sl_inline void lock_holds_reset(void) { lock_holds = 0; }
 /* Does this thread hold l? (fork's prepare handler) */
 sl_inline bool lock_held_by_self(sl_lock *l) { return atomic_load_explicit(&l->owner, memory_order_relaxed) == lock_self(); }
 /* The fork prepare handler's acquire. bounded: this thread already holds a

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../bulk/bulk.h"
 #include "../meta/meta.h"
@@ -328,3 +329,16 @@ void sl_cache_destroy(sl_cache_t *c)
     c->key = CACHE_DEAD;
     meta_free(c, sizeof *c);
 }
+
+/* The reclaim registry's entry (base/drain.h): the shrinkers are asked for
+ * want bytes (sl_purge: all; the watermark boost: its deficit). Not after
+ * a failed allocation: the failing thread may hold the lock its cache's
+ * shrinker takes. */
+static void drain_shrinkers(enum drain_depth depth, size_t want)
+{
+    (void)depth;
+    if (want)
+        cache_reclaim_all(want);
+}
+DRAIN_REGISTER(shrinkers_drain, .name = "shrinkers", .order = DRAIN_SHRINKERS, .depths = DRAIN_BOOST | DRAIN_PURGE,
+               .run = drain_shrinkers, .held = NULL);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../base/lock.h"
 #include "../meta/meta.h"
@@ -118,15 +119,12 @@ static struct huge *cache_take(size_t map_size, size_t align, struct releases *r
  * decay: those beyond the number kept go first (measured on bench/sizes,
  * whose 1-2 MiB band maps while the smaller bands' blocks are free: peak
  * RSS 249 MB without this, 178 MB when blocks were unmapped as they came
- * free), and a refusal gives back all of them and tries once more. */
+ * free). A refusal is the caller's to answer (base/drain.h: every cache
+ * is drained and the allocation tried once more). */
 static uint8_t *map_fresh(size_t size, size_t align)
 {
-    int saved = errno;
     page_release_free_blocks(false);
-    uint8_t *p = os_map_aligned(size, align);
-    if (!p && page_release_free_blocks(true) && (p = os_map_aligned(size, align)))
-        errno = saved; /* a success leaves errno alone */
-    return p;
+    return os_map_aligned(size, align);
 }
 
 void *huge_alloc(size_t size, size_t align, bool zero)
@@ -394,3 +392,20 @@ void huge_check_all(void)
 }
 
 struct sl_lock *huge_fork_lock(void) { return &huge_lock; }
+
+/* The reclaim registry's entry (base/drain.h): the cache of huge mappings
+ * is emptied (sl_purge, a failed allocation). */
+static void drain_huge_cache(enum drain_depth depth, size_t want)
+{
+    (void)depth, (void)want;
+    huge_trim();
+}
+static size_t huge_cache_held(void)
+{
+    lock_acquire(&huge_lock);
+    size_t n = cache_bytes;
+    lock_release(&huge_lock);
+    return n;
+}
+DRAIN_REGISTER(huge_cache_drain, .name = "huge_cache", .order = DRAIN_HUGE_CACHE,
+               .depths = DRAIN_PURGE | DRAIN_ENOMEM, .run = drain_huge_cache, .held = huge_cache_held);

@@ -21,10 +21,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static bool (*enomem_hook)(void);
-
-void os_set_enomem_hook(bool (*fn)(void)) { enomem_hook = fn; }
-
 /* Pageblocks and huge mappings are MAP_NORESERVE; sluice's own metadata
  * (os_map) is not, so that the kernel never merges a metadata mapping
  * with a neighbouring block or huge mapping into one VMA: smaps would
@@ -42,8 +38,6 @@ static void *map(size_t size, int prot, int flags)
 {
     int saved = errno;
     void *p = map_once(size, prot, flags);
-    if (p == MAP_FAILED && enomem_hook && enomem_hook()) /* address space came back: once more */
-        p = map_once(size, prot, flags);
     if (p == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;

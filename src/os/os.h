@@ -27,10 +27,6 @@ enum os_purge { OS_NONE = 0, OS_LAZY = 1, OS_CLEAN = 2 };
 enum os_purge os_purge(void *p, size_t size, enum os_purge how);
 uint64_t os_now_ms(void);                          /* monotonic, coarse */
 uint64_t os_now_ns(void);                          /* monotonic, fine */
-/* Called when a mapping is refused, before ENOMEM is returned: if it
- * returns true (address space was given back), the mapping is tried once
- * more. The teardown layer's: finish the pending teardown. */
-void os_set_enomem_hook(bool (*fn)(void));
 /* Has the program never created a thread (glibc's __libc_single_threaded)? */
 bool os_single_threaded(void);
 /* A detached background thread with every signal blocked and a 64 KiB

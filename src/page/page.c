@@ -607,7 +607,7 @@ void page_cache_forget(struct page_cache *pc)
 {
     memset(pc->count, 0, sizeof pc->count);
     pc->nonempty[0] = pc->nonempty[1] = 0;
-    pc->pages = 0;
+    __atomic_store_n(&pc->pages, 0, __ATOMIC_RELAXED);
 }
 
 /* page_free when the run's stack is full or the cache is over its budget,

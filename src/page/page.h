@@ -43,7 +43,7 @@ struct page_cache {
     uint8_t count[PCACHE_TYPES][PCACHE_MAX_PAGES + 1];
     void *runs[PCACHE_TYPES][PCACHE_MAX_PAGES + 1][PCACHE_DEPTH];
     uint64_t nonempty[PCACHE_TYPES]; /* bit n - 1: count[t][n] != 0 */
-    unsigned pages;          /* pages parked here */
+    unsigned pages;          /* pages parked here (owner writes, anyone reads) */
     _Atomic uint64_t *stats; /* the owning heap's counters */
 };
 
@@ -58,14 +58,14 @@ sl_inline bool purge_at_once(void) { return sl_opt.purge != PURGE_OFF && sl_opt.
 sl_inline void pcache_push(struct page_cache *pc, int ct, unsigned n, void *run)
 {
     pc->runs[ct][n][pc->count[ct][n]++] = run;
-    pc->pages += n;
+    __atomic_store_n(&pc->pages, pc->pages + n, __ATOMIC_RELAXED); /* the drains' held count reads it */
     pc->nonempty[ct] |= 1ull << (n - 1);
 }
 
 sl_inline void *pcache_pop(struct page_cache *pc, int ct, unsigned n)
 {
     void *r = pc->runs[ct][n][--pc->count[ct][n]];
-    pc->pages -= n;
+    __atomic_store_n(&pc->pages, pc->pages - n, __ATOMIC_RELAXED);
     if (!pc->count[ct][n])
         pc->nonempty[ct] &= ~(1ull << (n - 1));
     return r;

@@ -31,6 +31,7 @@
  *   under the page heap lock and never races an allocation.
  */
 
+#include "../base/drain.h"
 #include "../options/options.h"
 #include "../os/os.h"
 #include "page_heap.h"
@@ -454,3 +455,34 @@ void purge_fork_child(void)
     st_relaxed(&hook_fired, 0);
     hugify_fork_child();
 }
+
+/* The reclaim registry's entries (base/drain.h). The pageblocks that the
+ * drains between these two free (slabs, page caches, parked runs) are
+ * gathered and given back together, neighbours as one range; then, for
+ * sl_purge, every free page is made clean and every wholly free pageblock
+ * unmapped; after a failed allocation, every wholly free pageblock. */
+static void drain_gather(enum drain_depth depth, size_t want)
+{
+    (void)depth, (void)want;
+    page_gather_begin();
+}
+DRAIN_REGISTER(gather_drain, .name = "gather", .order = DRAIN_GATHER, .depths = DRAIN_PURGE | DRAIN_ENOMEM,
+               .run = drain_gather, .held = NULL);
+
+static void drain_free_blocks(enum drain_depth depth, size_t want)
+{
+    (void)want;
+    page_gather_end();
+    if (depth == DRAIN_PURGE)
+        page_purge_all();
+    else
+        page_release_free_blocks(true);
+}
+static size_t free_blocks_held(void)
+{
+    struct page_gauges g;
+    page_gauges(&g);
+    return g.free_blocks * SL_BLOCK;
+}
+DRAIN_REGISTER(free_blocks_drain, .name = "free_blocks", .order = DRAIN_FREE_BLOCKS,
+               .depths = DRAIN_PURGE | DRAIN_ENOMEM, .run = drain_free_blocks, .held = free_blocks_held);

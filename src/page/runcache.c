@@ -31,6 +31,7 @@
  *     that grows in place takes back the parked runs in its way
  *     (page_resize); a boost, sl_purge and a refused mapping take back all.
  */
+#include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../options/options.h"
 #include "../os/os.h"
@@ -239,3 +240,19 @@ void runcache_check(size_t parked_seen)
     if (runs)
         FAIL("shared run cache: parked runs on no length list", NULL, "runs", runs);
 }
+
+/* The reclaim registry's entry (base/drain.h): parked runs go back to the
+ * buddy lists, where they may merge into wholly free pageblocks. */
+static void drain_run_cache(enum drain_depth depth, size_t want)
+{
+    (void)depth, (void)want;
+    page_runcache_flush();
+}
+static size_t run_cache_held(void)
+{
+    struct page_gauges g;
+    page_gauges(&g);
+    return g.parked_pages << SL_PAGE_SHIFT;
+}
+DRAIN_REGISTER(run_cache_drain, .name = "run_cache", .order = DRAIN_RUN_CACHE,
+               .depths = DRAIN_BOOST | DRAIN_PURGE | DRAIN_ENOMEM, .run = drain_run_cache, .held = run_cache_held);

@@ -30,7 +30,7 @@
 #include "boost.h"
 #include "reclaimer.h"
 
-#include "../cache/cache.h"
+#include "../base/drain.h"
 #include "../options/options.h"
 #include "../os/os.h"
 #include "../page/page.h"
@@ -102,12 +102,11 @@ bool boost_run(void)
     if (!deficit)
         return false;
     bool shrink = shrink_due(urgent, deficit), pass = due(&last_pass_ms, BOOST_PASS_MS);
-    if (shrink)
-        cache_reclaim_all(deficit * SL_BLOCK);
     if (pass || shrink) {
-        page_runcache_flush(); /* parked runs merge back: blocks may come free */
-        page_boost_ask_owners();
-        heap_reclaim_orphans();
+        /* the shrinkers (when due), this thread's caches, exited threads'
+         * heaps, the parked runs (they merge back: blocks may come free) */
+        drain_all(DRAIN_BOOST, shrink ? deficit * SL_BLOCK : 0);
+        page_boost_ask_owners(); /* live threads give back their own */
         stat_add_shared(STAT_boost_runs, 1);
     }
     return page_boost_deficit(NULL) != 0;
@@ -123,7 +122,7 @@ static void boost_in_thread(void)
     if (reclaimer_is_running())
         return; /* its passes are not to be taken from it */
     if (page_boost_deficit(NULL) && due(&last_pass_ms, BOOST_PASS_MS)) {
-        heap_reclaim_orphans();
+        drain_all(DRAIN_BOOST, 0); /* exited threads' heaps, parked runs */
         stat_add_shared(STAT_boost_runs, 1);
     }
 }

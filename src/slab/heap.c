@@ -11,6 +11,7 @@
 
 #include <errno.h>
 
+#include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../meta/meta.h"
 #include "../zero/zero.h"
@@ -266,16 +267,36 @@ static struct slab *refill(struct heap *h, unsigned id, bool fill)
     return s;
 }
 
-struct slab *heap_refill(struct heap *h, unsigned id) { return refill(h, id, false); }
+/* Every allocation that fails for want of memory drains the reclaim
+ * registry (base/drain.h) and tries once more before it reports ENOMEM:
+ * here for slab objects, zero-size slots, heaps and medium runs; in the
+ * api layer for huge mappings and checked mode. */
+struct slab *heap_refill(struct heap *h, unsigned id)
+{
+    struct slab *s;
+    DRAIN_RETRY(s, refill(h, id, false));
+    return s;
+}
+
+static sl_noinline void *zero_alloc_slow(void)
+{
+    void *p;
+    DRAIN_RETRY(p, zero_alloc());
+    return p;
+}
 
 void *heap_alloc_small_slow(struct heap *h, unsigned cls)
 {
     if (unlikely(cls == SL_CLASS_ZERO))
-        return zero_alloc();
-    if (h == &heap_empty && !(h = heap_get_slow()))
-        return NULL;
+        return zero_alloc_slow();
+    if (h == &heap_empty) {
+        DRAIN_RETRY(h, heap_get_slow());
+        if (!h)
+            return NULL;
+    }
     heap_boost_check(h);
-    struct slab *s = refill(h, cls, true);
+    struct slab *s;
+    DRAIN_RETRY(s, refill(h, cls, true));
     if (!s) {
         errno = ENOMEM;
         return NULL;
@@ -513,8 +534,10 @@ static sl_noinline void *alloc_run_slow(size_t size, size_t align, bool *clean)
     if (!h)
         return NULL;
     heap_boost_check(h);
-    return page_alloc(&h->pcache, PB_RUN, heap_run_pages(size), align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1, PG_RUN,
-                      clean);
+    size_t align_pages = align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1;
+    void *r;
+    DRAIN_RETRY(r, page_alloc(&h->pcache, PB_RUN, heap_run_pages(size), align_pages, PG_RUN, clean));
+    return r;
 }
 
 void *heap_alloc_run(size_t size, size_t align, bool *clean)

@@ -160,8 +160,9 @@ sl_inline void heap_boost_check(struct heap *h)
     if (unlikely(h->boost_seen != ld_relaxed(&page_boost_gen_word)))
         heap_boost_respond_slow(h);
 }
-/* Give back the empty slabs of exited threads' heaps (the boost's reclaim). */
-void heap_reclaim_orphans(void);
+/* The sum of fn over every heap, under the registry's lock (the drains'
+ * held counts, base/drain.h). */
+size_t heaps_sum(size_t (*fn)(struct heap *h));
 
 /* The page tag of the first page of h's slabs of malloc class cls. */
 sl_inline uint32_t heap_page_tag(struct heap *h, unsigned cls) { return h->tag | cls; }
@@ -442,7 +443,6 @@ sl_inline bool heap_id_sync(struct heap *h, unsigned id, uint32_t key)
 
 /* Thread lifecycle and process-wide operations. */
 void heap_thread_exit(struct heap *h);
-void heap_collect_all(void);          /* sl_purge: reclaim what threads hold */
 void heap_sum_stats(uint64_t out[STAT_COUNT]);
 /* sl_check's part for the slab and page layers (heap_check.c): reports and
  * aborts on the first broken invariant. Other threads must be quiet. */

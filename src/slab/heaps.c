@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 
+#include "../base/drain.h"
 #include "../base/lock.h"
 #include "../meta/meta.h"
 #include "../options/options.h"
@@ -80,13 +81,14 @@ static void reclaim_id(struct heap *h, unsigned id, bool keep_current, struct pa
     }
 }
 
+/* Give back h's empty slabs (all but its current ones with keep_current);
+ * pages freed go to pc (may be NULL). Its page cache is DRAIN_PAGE_CACHES'. */
 static void heap_reclaim(struct heap *h, bool keep_current, struct page_cache *pc)
 {
     take_notified(h);
     for (unsigned id = 0; id < SL_NIDS; id++)
         if (id_live(h, id))
             reclaim_id(h, id, keep_current, pc, NULL);
-    page_cache_drain(&h->pcache);
 }
 
 bool orphan_adopt(struct heap *h, unsigned id)
@@ -220,6 +222,7 @@ void heap_thread_exit(struct heap *h)
     heap_mag_flush(h);
     lock_acquire(&heaps_lock);
     heap_reclaim(h, false, &h->pcache);
+    page_cache_drain(&h->pcache);
     tls_heap = &heap_empty;
     h->orphan = true;
     h->orphan_next = orphans;
@@ -234,39 +237,88 @@ void (*heap_boost_in_thread)(void);
 void heap_boost_respond_slow(struct heap *h)
 {
     h->boost_seen = ld_relaxed(&page_boost_gen_word);
-    remote_batch_flush(h);
-    heap_mag_flush(h);
-    lock_acquire(&heaps_lock);
-    heap_reclaim(h, true, NULL);
-    lock_release(&heaps_lock);
+    drain_all(DRAIN_THREAD, 0);
     stat_add(h->stats, STAT_boost_drains, 1);
     if (heap_boost_in_thread)
         heap_boost_in_thread();
 }
 
-void heap_reclaim_orphans(void)
+/* ---- drains (base/drain.h) ------------------------------------------------ */
+
+size_t heaps_sum(size_t (*fn)(struct heap *h))
 {
-    if (!ld_relaxed(&norphans))
-        return;
-    lock_heaps_for_freeing();
-    for (struct heap *o = orphans; o; o = o->orphan_next)
-        heap_reclaim(o, true, NULL);
+    size_t n = 0;
+    lock_acquire(&heaps_lock);
+    for (struct heap *h = all_heaps; h; h = h->all_next)
+        n += fn(h);
     lock_release(&heaps_lock);
+    return n;
 }
 
-void heap_collect_all(void)
+/* Magazines: this thread's go back to their slabs; for sl_purge and a
+ * failed allocation, every other live thread is asked to give back its
+ * own caches on its next allocation slow path (only an owner touches its
+ * magazines and page cache; the watermark boost asks on its own pace);
+ * exited threads' were emptied at their exit. */
+static void drain_magazines(enum drain_depth depth, size_t want)
 {
+    (void)want;
     if (tls_heap != &heap_empty)
-        remote_batch_flush(tls_heap); /* frees, so without heaps_lock */
-    lock_heaps_for_freeing();
-    if (tls_heap != &heap_empty) {
         heap_mag_flush(tls_heap);
+    if (depth & (DRAIN_PURGE | DRAIN_ENOMEM))
+        page_boost_ask_owners();
+}
+static size_t magazine_bytes(struct heap *h)
+{
+    size_t n = 0;
+    for (unsigned c = 0; c < SL_NCLASSES; c++)
+        n += (size_t)mag_count(h, c) * class_size[c];
+    return n;
+}
+static size_t magazines_held(void) { return heaps_sum(magazine_bytes); }
+DRAIN_REGISTER(magazines_drain, .name = "magazines", .order = DRAIN_MAGAZINES, .depths = DRAIN_ALL_DEPTHS,
+               .run = drain_magazines, .held = magazines_held);
+
+/* Empty and spare slabs: this thread's (its current ones stay), and every
+ * exited thread's heap. */
+static void drain_slabs(enum drain_depth depth, size_t want)
+{
+    (void)want;
+    bool mine = tls_heap != &heap_empty, orphaned = depth != DRAIN_THREAD && ld_relaxed(&norphans);
+    if (!mine && !orphaned)
+        return;
+    lock_acquire(&heaps_lock);
+    if (mine)
         heap_reclaim(tls_heap, true, NULL);
-    }
-    for (struct heap *o = orphans; o; o = o->orphan_next)
-        heap_reclaim(o, true, NULL);
+    if (orphaned)
+        for (struct heap *o = orphans; o; o = o->orphan_next)
+            heap_reclaim(o, true, NULL);
     lock_release(&heaps_lock);
 }
+DRAIN_REGISTER(slabs_drain, .name = "slabs", .order = DRAIN_SLABS, .depths = DRAIN_ALL_DEPTHS, .run = drain_slabs,
+               .held = NULL);
+
+/* Per-thread page caches: this thread's, and exited threads'; live
+ * threads give theirs back when asked (drain_magazines asks). */
+static void drain_page_caches(enum drain_depth depth, size_t want)
+{
+    (void)want;
+    if (tls_heap != &heap_empty)
+        page_cache_drain(&tls_heap->pcache);
+    if (depth == DRAIN_THREAD || !ld_relaxed(&norphans))
+        return;
+    lock_acquire(&heaps_lock);
+    for (struct heap *o = orphans; o; o = o->orphan_next)
+        page_cache_drain(&o->pcache);
+    lock_release(&heaps_lock);
+}
+static size_t page_cache_bytes(struct heap *h)
+{
+    return (size_t)__atomic_load_n(&h->pcache.pages, __ATOMIC_RELAXED) << SL_PAGE_SHIFT;
+}
+static size_t page_caches_held(void) { return heaps_sum(page_cache_bytes); }
+DRAIN_REGISTER(page_caches_drain, .name = "page_caches", .order = DRAIN_PAGE_CACHES, .depths = DRAIN_ALL_DEPTHS,
+               .run = drain_page_caches, .held = page_caches_held);
 
 bool heaps_batch_holds(const void *p, struct heap *self)
 {

@@ -29,6 +29,7 @@
  */
 #include <stdatomic.h>
 
+#include "../base/drain.h"
 #include "../base/fatal.h"
 #include "heap.h"
 
@@ -128,3 +129,16 @@ void remote_batch_add(struct heap *h, void *p, uint32_t t)
     if (n + 1 == RBATCH_CAP || bytes >= RBATCH_BYTES)
         remote_batch_flush(h);
 }
+
+/* The reclaim registry's entry (base/drain.h): this thread's batch goes to
+ * the owners now; other threads' go at their next flush (their own). */
+static void drain_remote_batches(enum drain_depth depth, size_t want)
+{
+    (void)depth, (void)want;
+    if (tls_heap != &heap_empty)
+        remote_batch_flush(tls_heap);
+}
+static size_t batch_bytes(struct heap *h) { return __atomic_load_n(&h->rbatch_bytes, __ATOMIC_RELAXED); }
+static size_t remote_batches_held(void) { return heaps_sum(batch_bytes); }
+DRAIN_REGISTER(remote_batches_drain, .name = "remote_batches", .order = DRAIN_REMOTE_BATCHES,
+               .depths = DRAIN_ALL_DEPTHS, .run = drain_remote_batches, .held = remote_batches_held);

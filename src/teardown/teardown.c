@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../base/lock.h"
 #include "../options/options.h"
@@ -339,7 +340,6 @@ void teardown_check(void)
     lock_release(&td_lock);
 }
 
-void teardown_init(void) { os_set_enomem_hook(teardown_flush); }
 
 struct sl_lock *teardown_fork_lock(void) { return &td_lock; }
 struct sl_lock *teardown_unmap_fork_lock(void) { return &unmap_lock; }
@@ -363,3 +363,20 @@ void teardown_fork_child(void)
     st_relaxed(&work_seq, 0);
     st_relaxed(&done_seq, 0);
 }
+
+/* The reclaim registry's entry (base/drain.h): after a failed allocation,
+ * every queued range is released (by this thread, or waited for) before
+ * the allocation is tried again. */
+static void drain_teardown(enum drain_depth depth, size_t want)
+{
+    (void)depth, (void)want;
+    teardown_flush();
+}
+static size_t teardown_held(void)
+{
+    struct teardown_gauges g;
+    teardown_gauges(&g);
+    return g.mapped_bytes;
+}
+DRAIN_REGISTER(teardown_drain, .name = "teardown", .order = DRAIN_TEARDOWN, .depths = DRAIN_ENOMEM,
+               .run = drain_teardown, .held = teardown_held);

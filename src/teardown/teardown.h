@@ -52,7 +52,6 @@ struct teardown_gauges {
 };
 void teardown_gauges(struct teardown_gauges *g);
 void teardown_check(void); /* sl_check's part; aborts on a broken invariant */
-void teardown_init(void);  /* at library load: the ENOMEM hook */
 /* For fork: the locks, in order; the child unmaps what the queue held (its
  * workers are gone) and starts with an empty queue. */
 struct sl_lock *teardown_fork_lock(void);

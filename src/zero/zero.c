@@ -1,13 +1,15 @@
 /* zero.c — zones of zero-size slots. See zero.h.
  *
  * Invariants (zero_lock): a zone's live == popcount(bits); its pagemap
- * granule maps to it with PM_ZERO; zones are on the list from first made,
+ * granule maps to it with PM_ZERO; zones are on the list from first made
+ * until a failed allocation drains the empty ones (DRAIN_ZERO_ZONES);
  * cursor (zone, slot) names where the next search starts.
  */
 #include "zero.h"
 
 #include <errno.h>
 
+#include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../base/lock.h"
 #include "../meta/meta.h"
@@ -144,3 +146,44 @@ void zero_check_all(void)
 }
 
 sl_lock *zero_fork_lock(void) { return &zero_lock; }
+
+/* The reclaim registry's entry (base/drain.h): after a failed allocation,
+ * zones with no live slot are unmapped (address space is all they hold).
+ * A stale zero-size pointer into one is then reported as a pointer sluice
+ * did not allocate, instead of as a double free. */
+static void drain_zero_zones(enum drain_depth depth, size_t want)
+{
+    (void)depth, (void)want;
+    struct zero_zone *gone = NULL;
+    lock_acquire(&zero_lock);
+    for (struct zero_zone **zp = &zones; *zp;) {
+        struct zero_zone *z = *zp;
+        if (z->live) {
+            zp = &z->next;
+            continue;
+        }
+        *zp = z->next;
+        nzones--;
+        pagemap_set((uintptr_t)z->base, SL_BLOCK, 0);
+        z->next = gone;
+        gone = z;
+    }
+    cur_zone = zones;
+    cur_word = 0;
+    lock_release(&zero_lock);
+    while (gone) {
+        struct zero_zone *z = gone;
+        gone = z->next;
+        os_unmap(z->base, SL_BLOCK);
+        meta_free(z, sizeof *z);
+    }
+}
+static size_t zero_zones_held(void)
+{
+    lock_acquire(&zero_lock);
+    size_t n = nzones * SL_BLOCK;
+    lock_release(&zero_lock);
+    return n;
+}
+DRAIN_REGISTER(zero_zones_drain, .name = "zero_zones", .order = DRAIN_ZERO_ZONES, .depths = DRAIN_ENOMEM,
+               .run = drain_zero_zones, .held = zero_zones_held);
