@@ -93,26 +93,19 @@ static double held_mib(void) { return ((double)vm_size() - (double)baseline) / (
  * "cache" in it, and the gauges of mapped and free memory. */
 static void print_stats(const char *indent)
 {
-    static const char *const gauges[] = { "blocks", "blocks_free", "free_page_bytes", "dirty_bytes",
-                                          "parked_bytes", "huge_cached_bytes", "huge_live_bytes",
-                                          "teardown_pending_bytes", "teardown_inflight_bytes", "meta_bytes",
-                                          "mapped_bytes" };
-    printf("%sstats with \"cache\" in the name:", indent);
-    const char *name;
-    for (size_t i = 0; (name = sl_stat_name(i)); i++)
-        if (strstr(name, "cache"))
-            printf(" %s=%llu", name, (unsigned long long)sl_stat(name));
-    printf("\n%sgauges:", indent);
-    for (size_t i = 0; i < sizeof gauges / sizeof *gauges; i++) {
-        uint64_t v = sl_stat(gauges[i]);
-        if (strstr(gauges[i], "bytes"))
-            printf(" %s=%.1fMiB", gauges[i], mib((size_t)v));
-        else
-            printf(" %s=%llu", gauges[i], (unsigned long long)v);
+    /* the reclaim registry's drains (base/drain.h), in order: what each
+     * held when an allocation last failed, and holds now */
+    static const char *const drains[] = { "quarantine", "remote_batches", "magazines", "page_caches", "run_cache",
+                                          "free_blocks", "huge_cache", "teardown", "zero_zones" };
+    printf("%sallocations that failed and drained: %llu; held at the last failure (now):", indent,
+           (unsigned long long)sl_stat("enomem_drains"));
+    for (size_t i = 0; i < sizeof drains / sizeof *drains; i++) {
+        char a[64], b[64];
+        snprintf(a, sizeof a, "enomem_held.%s", drains[i]);
+        snprintf(b, sizeof b, "held.%s", drains[i]);
+        printf(" %s=%.1fMiB (%.1f)", drains[i], mib((size_t)sl_stat(a)), mib((size_t)sl_stat(b)));
     }
-    printf("\n%s(no statistic counts the thread page caches, magazines, zero-size zones or the quarantine; in the "
-           "checked mode huge_live_bytes includes quarantined mappings)\n",
-           indent);
+    printf("\n%smapped_bytes=%.1fMiB\n", indent, mib((size_t)sl_stat("mapped_bytes")));
 }
 
 /* ---- the address-space limit ------------------------------------------- */
@@ -442,6 +435,9 @@ static void case_a(size_t limit_mib)
     CHECK(largest >= limit_bytes / 2);
     round_a(1);
     round_a(2);
+    /* every step ran out: each failure drained the registry first */
+    print_stats("exhaust:   ");
+    CHECK(sl_stat("enomem_drains") >= 8);
     /* Checked again: the second round, after everything the first one
      * freed, gets what the first got in every step (90%, or one block
      * less), so memory freed before is not kept from any kind of request. */

@@ -32,7 +32,8 @@ lines = out.splitlines()
 check(len(lines) == 1, f"one line on stderr ({len(lines)})")
 d = json.loads(lines[-1])
 check(d.get("version") == 1, "version 1")
-check(set(d) == {"version", "counters", "gauges", "kernel", "reconciliation"}, f"top-level keys {sorted(d)}")
+check(set(d) == {"version", "counters", "gauges", "kernel", "reconciliation", "drains", "enomem_drains"},
+      f"top-level keys {sorted(d)}")
 text = under("1").splitlines()
 names = [l.split()[0] for l in text[1:] if l.startswith("  ") and len(l.split()) > 2 and l.split()[1].isdigit()]
 json_names = list(d["counters"]) + list(d["gauges"])
@@ -45,5 +46,13 @@ r = d["reconciliation"]
 check(set(r) == {"in_use_bytes", "headers_and_records_bytes", "dirty_bytes", "lazy_bytes", "clean_bytes",
                  "teardown_bytes"}, f"reconciliation keys {sorted(r)}")
 check(r["dirty_bytes"] == d["gauges"]["dirty_bytes"], "reconciliation dirty_bytes is the gauge's")
+# the reclaim registry: every drain, in its order, as the text summary lists them
+order = ["quarantine", "shrinkers", "remote_batches", "magazines", "gather", "slabs", "page_caches", "run_cache",
+         "free_blocks", "huge_cache", "teardown", "zero_zones"]
+check(list(d["drains"]) == order, f"the drains in their order: {list(d['drains'])}")
+check(all("enomem_held_bytes" in v for v in d["drains"].values()), "each drain's enomem_held_bytes")
+i = text.index(next(l for l in text if l.startswith("reclaim registry")))
+check([l.split()[0] for l in text[i + 1:i + 1 + len(order)]] == order, "the text summary lists the same drains")
+check(d["enomem_drains"] == 0, "no allocation failed")
 print(f"stats_json: {passes} passed, {fails} failed")
 sys.exit(1 if fails else 0)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../huge/huge.h"
 #include "../meta/meta.h"
@@ -117,8 +118,33 @@ static void reconcile(struct out *o, const uint64_t *g);
 
 const char *sl_stat_name(size_t i) { return i < STAT_COUNT + GAUGE_COUNT ? names[i] : NULL; }
 
+/* The reclaim registry's figures (base/drain.h), by drain: held.NAME, the
+ * bytes it holds now; enomem_held.NAME, what it held when an allocation
+ * last failed; and enomem_drains, how many failed and drained. */
+static bool drain_stat(const char *name, uint64_t *v)
+{
+    if (!strcmp(name, "enomem_drains")) {
+        *v = drain_enomem_count();
+        return true;
+    }
+    bool now = !strncmp(name, "held.", 5), then = !strncmp(name, "enomem_held.", 12);
+    if (!now && !then)
+        return false;
+    for (unsigned o = 0; o < DRAIN_COUNT; o++) {
+        const struct drain *d = drain_of((enum drain_order)o);
+        if (d && !strcmp(d->name, name + (now ? 5 : 12))) {
+            *v = now ? (d->held ? d->held() : 0) : drain_enomem_held((enum drain_order)o);
+            return true;
+        }
+    }
+    return false;
+}
+
 uint64_t sl_stat(const char *name)
 {
+    uint64_t v;
+    if (drain_stat(name, &v))
+        return v;
     for (size_t i = 0; i < STAT_COUNT + GAUGE_COUNT; i++)
         if (!strcmp(names[i], name)) {
             uint64_t all[STAT_COUNT + GAUGE_COUNT];
@@ -198,6 +224,27 @@ void sl_stats_print(int fd)
         out_str(&o, "\n");
     }
     reconcile(&o, all + STAT_COUNT);
+    out_flush(&o);
+    out_str(&o, "reclaim registry, in drain order: bytes held now, and when an allocation last failed (");
+    out_u64(&o, drain_enomem_count());
+    out_str(&o, " failed and drained)\n");
+    for (unsigned k = 0; k < DRAIN_COUNT; k++) {
+        const struct drain *d = drain_of((enum drain_order)k);
+        if (!d)
+            continue;
+        out_flush(&o);
+        out_str(&o, "  ");
+        out_str(&o, d->name);
+        out_pad(&o, 18);
+        if (d->held) {
+            out_mib(&o, "", d->held());
+            out_pad(&o, 32);
+            out_mib(&o, "", drain_enomem_held((enum drain_order)k));
+        } else {
+            out_str(&o, "(not counted)");
+        }
+        out_str(&o, "\n");
+    }
     out_flush(&o);
 }
 
@@ -321,6 +368,24 @@ void stats_json(int fd, bool smaps)
                     &first);
         out_str(&o, "}");
     }
+    out_str(&o, ",\"drains\":{");
+    first = true;
+    for (unsigned k = 0; k < DRAIN_COUNT; k++) {
+        const struct drain *d = drain_of((enum drain_order)k);
+        if (!d)
+            continue;
+        out_str(&o, first ? "\"" : ",\"");
+        first = false;
+        out_str(&o, d->name);
+        out_str(&o, "\":{");
+        bool f2 = true;
+        if (d->held)
+            json_member(&o, "held_bytes", d->held(), &f2);
+        json_member(&o, "enomem_held_bytes", drain_enomem_held((enum drain_order)k), &f2);
+        out_str(&o, "}");
+    }
+    out_str(&o, "},\"enomem_drains\":");
+    out_u64(&o, drain_enomem_count());
     out_str(&o, "}\n");
     out_flush(&o);
 }
