@@ -11,8 +11,7 @@
  *   0'' zero_lock (zero.c; -> meta_lock only)
  *   1 heaps_lock (heaps.c)  2 huge_lock (huge.c)  3 purge_lock (purge.c)
  *   4 page heap lock (page.c)  5 meta_lock (meta.c)
- *   6 td_lock, 7 unmap_lock (teardown.c; leaves: a refused mapping under
- *     the page heap or meta lock finishes the teardown queue)
+ *   6 td_lock, 7 unmap_lock (teardown.c; leaves)
  *   8 heapless_lock (heap.c; a leaf: a thread with no heap frees into
  *     another thread's slab under it, so fork never leaves a slab's
  *     remote lock to a heapless thread: slab.h)

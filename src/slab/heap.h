@@ -29,7 +29,9 @@
  * into the object's second word. So every malloc-class object that is
  * free but keeps its live bit (in a magazine; in a remote batch or the
  * remote-free bitmap, until its owner takes it) carries the cookie: a free
- * by the owner of an object that carries it is a double free, reported at
+ * of an object that carries it is a double free if the structure that
+ * holds it confirms it (free_state.c: the cookie is a hint, since a
+ * program may copy a freed object's bytes into a live one), reported at
  * once, and the owner's collect checks that every object it takes still
  * carries it. Without the mark, an object freed by another thread and
  * then by its owner (or freed by its owner into the magazine and then by
@@ -42,7 +44,8 @@
  * A collect that unlinks objects leaves the mark in them, so malloc from a
  * slab's free list clears the second word as it pops (the link's line). A
  * live object whose second word equals the cookie by chance (2^-64 for
- * data that never held a freed object's bytes) is taken for a freed one.
+ * data that never held a freed object's bytes) is looked for in the
+ * structures that hold freed objects, found in none, and freed.
  *
  * Fast path budget: no lock, no atomic RMW, no call. malloc: TLS load, class
  * arithmetic, pop the magazine (clear the cookie) or the current slab's
