@@ -33,6 +33,7 @@ int main(void)
     CHECK(!(drain_of(DRAIN_SHRINKERS)->depths & DRAIN_ENOMEM));
     CHECK(drain_of(DRAIN_SHRINKERS)->depths & DRAIN_PURGE);
     CHECK(drain_of(DRAIN_TEARDOWN)->depths & DRAIN_ENOMEM);
+    CHECK(drain_of(DRAIN_TEARDOWN)->depths & DRAIN_PRESSURE); /* queued memory counts against a limit */
     CHECK(drain_of(DRAIN_ZERO_ZONES)->depths & DRAIN_ENOMEM);
     CHECK(drain_of(DRAIN_QUARANTINE)->depths & DRAIN_ENOMEM);
     CHECK(drain_of(DRAIN_MAGAZINES)->depths & DRAIN_THREAD);

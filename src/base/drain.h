@@ -13,6 +13,8 @@
  *   DRAIN_THREAD  an owner answering a request: this thread's own caches
  *   DRAIN_BOOST   the watermark boost: what lets whole pageblocks come free
  *   DRAIN_PURGE   sl_purge, malloc_trim(0): everything, dirty pages purged
+ *   DRAIN_PRESSURE the reclaimer saw memory pressure (cgroup headroom, PSI):
+ *                 what still counts against the limit and can go now
  *   DRAIN_ENOMEM  an allocation failed (drain_after_enomem): everything
  *                 that holds address space, the teardown queue waited for,
  *                 before the allocation is tried once more; not the
@@ -43,8 +45,9 @@ enum drain_depth {
     DRAIN_BOOST = 2,
     DRAIN_PURGE = 4,
     DRAIN_ENOMEM = 8,
+    DRAIN_PRESSURE = 16,
 };
-#define DRAIN_ALL_DEPTHS (DRAIN_THREAD | DRAIN_BOOST | DRAIN_PURGE | DRAIN_ENOMEM)
+#define DRAIN_ALL_DEPTHS (DRAIN_THREAD | DRAIN_BOOST | DRAIN_PURGE | DRAIN_ENOMEM | DRAIN_PRESSURE)
 
 /* The order drains run in; one drain each. */
 enum drain_order {

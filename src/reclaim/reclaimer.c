@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/drain.h"
 #include "../huge/huge.h"
 #include "../options/options.h"
 #include "../os/os.h"
@@ -287,7 +288,7 @@ static void *reclaimer_main(void *arg)
             /* memory still being torn down counts against the limit too:
              * finish it now (this thread helps the workers) */
             if (short_of_memory)
-                teardown_flush();
+                drain_all(DRAIN_PRESSURE, 0);
             pressure = short_of_memory && page_purge_pending();
             if (pressure)
                 stat_add_shared(STAT_pressure_events, 1);

@@ -366,7 +366,8 @@ void teardown_fork_child(void)
 
 /* The reclaim registry's entry (base/drain.h): after a failed allocation,
  * every queued range is released (by this thread, or waited for) before
- * the allocation is tried again. */
+ * the allocation is tried again; under memory pressure too, since queued
+ * memory still counts against the limit. */
 static void drain_teardown(enum drain_depth depth, size_t want)
 {
     (void)depth, (void)want;
@@ -378,5 +379,5 @@ static size_t teardown_held(void)
     teardown_gauges(&g);
     return g.mapped_bytes;
 }
-DRAIN_REGISTER(teardown_drain, .name = "teardown", .order = DRAIN_TEARDOWN, .depths = DRAIN_ENOMEM,
+DRAIN_REGISTER(teardown_drain, .name = "teardown", .order = DRAIN_TEARDOWN, .depths = DRAIN_ENOMEM | DRAIN_PRESSURE,
                .run = drain_teardown, .held = teardown_held);
