@@ -34,6 +34,7 @@
 #include <sys/auxv.h>
 
 #include "../base/drain.h"
+#include "../base/events.h"
 #include "../base/fatal.h"
 #include "../base/lock.h"
 #include "../huge/huge.h"
@@ -78,7 +79,7 @@ void checked_init(void)
     if (sl_opt.check) {
         sl_checked = true;
         sl_small_limit = 0;
-        heap_checked_free = checked_free;
+        sl_events.checked_free = checked_free;
     }
 }
 

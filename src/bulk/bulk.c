@@ -34,10 +34,8 @@
 #include <errno.h>
 
 #include "../base/fatal.h"
-#include "../cache/cache.h"
 #include "../slab/heap.h"
 #include "bulk.h"
-#include "sluice.h"
 
 #define LOOKAHEAD_MISSES 16 /* other-slab entries in a row before a chain is closed */
 
@@ -205,13 +203,13 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
     *np = n;
 }
 
-void bulk_free(void **ptrs, size_t n, unsigned expect)
+void bulk_free(void **ptrs, size_t n, unsigned expect, void (*free_one)(void *p))
 {
     struct heap *h = heap_get();
     if (!h) { /* no memory for a heap: free one by one */
         for (size_t i = 0; i < n; i++)
             if (ptrs[i])
-                expect == ANY_CACHE ? sl_free(ptrs[i]) : cache_free_id(expect, ptrs[i]);
+                expect == ANY_CACHE ? free_one(ptrs[i]) : heap_free_to_cache(expect, ptrs[i]);
         return;
     }
     stat_add(h->stats, STAT_bulk_free_calls, 1);
@@ -246,11 +244,11 @@ void bulk_free(void **ptrs, size_t n, unsigned expect)
         }
         struct slab *s = slab_of_live(p);
         if (!s) { /* runs, huge mappings, and the report of a bad pointer */
-            expect == ANY_CACHE ? sl_free(p) : cache_free_id(expect, p);
+            expect == ANY_CACHE ? free_one(p) : heap_free_to_cache(expect, p);
             continue;
         }
         if (s->cls != expect && expect != ANY_CACHE)
-            cache_wrong_free(expect, s, p);
+            heap_wrong_cache_free(expect, s, p);
         uintptr_t span = (uintptr_t)s->capacity * s->size;
         if (slab_owned_by(s, h)) {
             /* the magazine's objects are live in the bitmap, but free: back
@@ -283,7 +281,7 @@ size_t bulk_alloc(struct heap *h, unsigned id, size_t n, void **out)
     while (got < n) {
         struct slab *s = heap_refill(h, id);
         if (!s) {
-            bulk_free(out, got, ANY_CACHE);
+            bulk_free(out, got, id, NULL); /* objects of id, all of them */
             errno = ENOMEM;
             return 0;
         }
@@ -303,31 +301,4 @@ size_t bulk_alloc(struct heap *h, unsigned id, size_t n, void **out)
     }
     stat_add(h->stats, STAT_alloc_small, n);
     return n;
-}
-
-void sl_free_bulk(void **ptrs, size_t n)
-{
-    if (unlikely(sl_small_limit == 0)) { /* checked mode: each pointer is checked */
-        for (size_t i = 0; i < n; i++)
-            sl_free(ptrs[i]);
-        return;
-    }
-    bulk_free(ptrs, n, ANY_CACHE);
-}
-
-size_t sl_alloc_bulk(size_t size, size_t n, void **out)
-{
-    if (!n)
-        return 0;
-    struct heap *h;
-    /* 0 bytes (zone slots), checked mode and no heap: one by one */
-    if (size - 1 >= sl_small_limit || !(h = heap_get())) {
-        for (size_t i = 0; i < n; i++)
-            if (!(out[i] = sl_malloc(size))) {
-                sl_free_bulk(out, i);
-                return 0;
-            }
-        return n;
-    }
-    return bulk_alloc(h, size_class(size), n, out);
 }

@@ -8,8 +8,10 @@
 #define ANY_CACHE 0xffffu /* bulk_free: objects of any cache, or malloc */
 
 /* Free n pointers (NULLs skipped) by detached freelists; with expect a
- * cache id, every object must belong to that cache (else a fatal report). */
-void bulk_free(void **ptrs, size_t n, unsigned expect);
+ * cache id, every object must belong to that cache (else a fatal report);
+ * with ANY_CACHE, what is no slab object (a run, a huge mapping, a bad
+ * pointer) goes to the caller's free_one, one by one. */
+void bulk_free(void **ptrs, size_t n, unsigned expect, void (*free_one)(void *p));
 /* n objects of cache id for heap h into out: n, or 0 + ENOMEM. */
 size_t bulk_alloc(struct heap *h, unsigned id, size_t n, void **out);
 

@@ -165,58 +165,19 @@ void *sl_cache_alloc(sl_cache_t *c)
     return cache_alloc_slow(c);
 }
 
-_Noreturn sl_cold void cache_wrong_free(unsigned id, struct slab *s, const void *p)
-{
-    char what[160];
-    size_t n = 0;
-    const char *parts[] = { "sl_cache_free to cache '", slab_geom[id].name, "' of" };
-    for (size_t i = 0; i < 3; i++) {
-        size_t l = strnlen(parts[i], sizeof what - 1 - n);
-        memcpy(what + n, parts[i], l);
-        n += l;
-    }
-    what[n] = 0;
-    if (!s)
-        sl_fatal(what, p, "not an object of any cache", (size_t)-1);
-    if (s->cls < SL_NCLASSES)
-        sl_fatal(what, p, "a malloc object of size class", s->size);
-    char detail[80] = "an object of cache '";
-    size_t d = strlen(detail);
-    size_t l = strnlen(slab_geom[s->cls].name, sizeof detail - 2 - d);
-    memcpy(detail + d, slab_geom[s->cls].name, l);
-    detail[d + l] = '\'';
-    detail[d + l + 1] = 0;
-    sl_fatal(what, p, detail, (size_t)-1);
-}
-
-void cache_free_id(unsigned id, void *p)
-{
-    uintptr_t a = (uintptr_t)p, e = pagemap_get(a);
-    if ((e & PM_BLOCK) && block_live(a)) {
-        struct page *head = page_head(page_of(p));
-        struct slab *s = head->h.kind == PG_SLAB ? slab_of_page(head) : NULL;
-        if (s && s->cls == id)
-            return heap_free_object(s, p);
-        cache_wrong_free(id, s, p);
-    }
-    if (e & (PM_HUGE | PM_ZERO))
-        cache_wrong_free(id, NULL, p);
-    heap_bad_free(p, e, "free");
-}
-
 void sl_cache_free(sl_cache_t *c, void *p)
 {
     uintptr_t a = (uintptr_t)p;
     if (unlikely(!(pagemap_get(a) & PM_BLOCK)))
-        return p ? cache_free_id(c->id, p) : (void)0;
+        return p ? heap_free_to_cache(c->id, p) : (void)0;
     _Atomic uint64_t *w = bitmap_word(a);
     uint64_t v = ld_relaxed(w), bit = bitmap_bit(a);
     if (unlikely(!(v & bit) || (a & (SL_GRAIN - 1))))
-        return cache_free_id(c->id, p);
+        return heap_free_to_cache(c->id, p);
     struct page *head = page_head(page_of(p));
     struct slab *s = slab_of_page(head);
     if (unlikely(head->h.kind != PG_SLAB || s->cls != c->id))
-        return cache_free_id(c->id, p);
+        return heap_free_to_cache(c->id, p);
     struct heap *h = tls_heap;
     if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == ((uintptr_t)h | 1)) &&
         likely(!slab_freed_remotely(s, a)))
@@ -238,7 +199,7 @@ size_t sl_cache_alloc_bulk(sl_cache_t *c, size_t n, void **out)
     return bulk_alloc(h, c->id, n, out);
 }
 
-void sl_cache_free_bulk(sl_cache_t *c, size_t n, void **objs) { bulk_free(objs, n, c->id); }
+void sl_cache_free_bulk(sl_cache_t *c, size_t n, void **objs) { bulk_free(objs, n, c->id, NULL); }
 
 size_t sl_cache_shrink(sl_cache_t *c)
 {

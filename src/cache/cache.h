@@ -4,15 +4,10 @@
 
 #include "../slab/slab.h"
 
-/* Free p to cache id, validating everything; reports and aborts on misuse. */
-void cache_free_id(unsigned id, void *p);
 /* Ask every cache's shrinker (sl_cache_set_reclaim) to free objects
  * worth `bytes` (SIZE_MAX: all it can: sl_purge); returns the objects
  * they said they freed. */
 size_t cache_reclaim_all(size_t bytes);
 void cache_fork_child(void); /* no shrinker call is running in the child */
-/* Report that p (live; of slab s, or NULL if not a slab object) was freed
- * to cache id it does not belong to, and abort. */
-_Noreturn void cache_wrong_free(unsigned id, struct slab *s, const void *p);
 
 #endif

@@ -409,3 +409,19 @@ static size_t huge_cache_held(void)
 }
 DRAIN_REGISTER(huge_cache_drain, .name = "huge_cache", .order = DRAIN_HUGE_CACHE,
                .depths = DRAIN_PURGE | DRAIN_ENOMEM, .run = drain_huge_cache, .held = huge_cache_held);
+
+/* The huge layer's report to the statistics (stats.h). */
+static void huge_report(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT])
+{
+    (void)c;
+    struct huge_gauges hg;
+    huge_gauges(&hg);
+    g[GAUGE_dirty_bytes] += hg.dirty_bytes;
+    g[GAUGE_lazy_bytes] += hg.lazy_bytes;
+    g[GAUGE_clean_bytes] += hg.cached_bytes - hg.dirty_bytes - hg.lazy_bytes;
+    g[GAUGE_huge_live_bytes] = hg.live_bytes;
+    g[GAUGE_huge_cached_bytes] = hg.cached_bytes;
+    g[GAUGE_huge_count] = hg.count;
+    g[GAUGE_mapped_bytes] += hg.live_bytes + hg.cached_bytes;
+}
+STAT_SOURCE(huge_source, huge_report);

@@ -5,6 +5,7 @@
 
 #include "../base/lock.h"
 #include "../os/os.h"
+#include "../stats/stats.h"
 
 #define META_CHUNK   SL_BLOCK
 #define META_CLASSES 64 /* free lists for record sizes 64, 128, ..., 4096 */
@@ -61,4 +62,13 @@ void meta_free(void *p, size_t size)
 }
 
 size_t meta_bytes(void) { return ld_relaxed(&mapped); }
+
+/* The records' report to the statistics (stats.h). */
+static void meta_report(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT])
+{
+    (void)c;
+    g[GAUGE_meta_bytes] = meta_bytes();
+    g[GAUGE_mapped_bytes] += meta_bytes();
+}
+STAT_SOURCE(meta_source, meta_report);
 struct sl_lock *meta_fork_lock(void) { return &meta_lock; }

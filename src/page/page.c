@@ -709,3 +709,28 @@ void page_runcache_flush(void)
 }
 
 sl_lock *page_fork_lock(void) { return &heap.lock; }
+
+/* The page layer's report to the statistics (stats.h). */
+static void page_report(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT])
+{
+    (void)c;
+    struct page_gauges pg;
+    page_gauges(&pg);
+    g[GAUGE_blocks] = pg.blocks;
+    g[GAUGE_blocks_slab] = pg.blocks_by_type[PB_SLAB];
+    g[GAUGE_blocks_reclaim] = pg.blocks_by_type[PB_RECLAIM];
+    g[GAUGE_blocks_run] = pg.blocks_by_type[PB_RUN];
+    g[GAUGE_blocks_free] = pg.blocks_by_type[PB_FREE];
+    g[GAUGE_budget_bytes] = pg.budget;
+    g[GAUGE_thp_blocks] = pg.thp_blocks;
+    g[GAUGE_free_page_bytes] = (uint64_t)pg.free_pages << SL_PAGE_SHIFT;
+    g[GAUGE_active_bytes] = ((uint64_t)pg.blocks * BLOCK_USABLE_PAGES - pg.free_pages) << SL_PAGE_SHIFT;
+    g[GAUGE_dirty_bytes] += (uint64_t)pg.dirty_pages << SL_PAGE_SHIFT;
+    g[GAUGE_dirty_thp_bytes] = (uint64_t)pg.thp_dirty_pages << SL_PAGE_SHIFT;
+    g[GAUGE_parked_bytes] = (uint64_t)pg.parked_pages << SL_PAGE_SHIFT;
+    g[GAUGE_lazy_bytes] += (uint64_t)pg.lazy_pages << SL_PAGE_SHIFT;
+    g[GAUGE_clean_bytes] += (uint64_t)(pg.free_pages - pg.dirty_pages - pg.lazy_pages) << SL_PAGE_SHIFT;
+    g[GAUGE_block_header_bytes] = (uint64_t)pg.blocks * BLOCK_HEADER_PAGES * SL_PAGE;
+    g[GAUGE_mapped_bytes] += (uint64_t)pg.blocks * SL_BLOCK;
+}
+STAT_SOURCE(page_source, page_report);

@@ -157,14 +157,11 @@ void page_gather_begin(void);
 void page_gather_end(void);
 bool page_purge_pending(void); /* any dirty or lazy pages? */
 void purge_fork_child(void);
-/* Hooks for the reclaimer (called outside every lock): start, when there
- * is something to decay, so the thread is started lazily (it returns false
- * to be asked again later, true once it is settled either way); and
- * kick, when a big free leaves dirty pages far over the cap: it ends an
- * idle reclaimer's long sleep, so that its next tick enforces the cap, and
- * returns true; false if there is no reclaimer (the freeing thread then
- * enforces the cap itself, at most once per tick). */
-void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void), bool (*running)(void));
+/* The reclaimer is started and woken through sl_events (base/events.h),
+ * outside every lock: reclaimer_start when there is something to decay
+ * (false: ask again later), reclaimer_kick when a big free leaves dirty
+ * pages far over the cap (false if there is no reclaimer: the freeing
+ * thread then enforces the cap itself, at most once per tick). */
 /* Start the reclaimer now if the program may have one (a slow path, no
  * lock held): the boost's work cannot wait for dirty pages to start it. */
 void page_start_reclaimer(void);

@@ -32,6 +32,7 @@
  */
 
 #include "../base/drain.h"
+#include "../base/events.h"
 #include "../options/options.h"
 #include "../os/os.h"
 #include "page_heap.h"
@@ -46,19 +47,9 @@
  * inherits a span in flight. Order: after heaps_lock and huge_lock,
  * before the page heap lock. */
 static sl_lock purge_lock = SL_LOCK_INIT;
-static bool (*start_hook)(void);
-static bool (*kick_hook)(void);
-static _Atomic int hook_fired;
-static bool (*running_hook)(void);
+static _Atomic int start_fired; /* sl_events.reclaimer_start said settled, or is being asked */
 static _Atomic uint64_t last_decay_ms, last_burst_ms, last_hugify_ms;
 #define HUGIFY_EVERY_MS 1000 /* a slow path looks for dense blocks this often */
-
-void page_set_reclaimer_hooks(bool (*start)(void), bool (*kick)(void), bool (*running)(void))
-{
-    start_hook = start;
-    kick_hook = kick;
-    running_hook = running;
-}
 
 static void purge_list_update(struct block *b)
 {
@@ -137,7 +128,7 @@ size_t purgeable_dirty(void)
     return ld_relaxed(&heap.dirty_pages) - ld_relaxed(&heap.thp_dirty_pages) + runcache_pages();
 }
 
-bool purge_kick_reclaimer(void) { return kick_hook && kick_hook(); }
+bool purge_kick_reclaimer(void) { return sl_events.reclaimer_kick && sl_events.reclaimer_kick(); }
 
 /* madvise one range, count it, and say what state its pages are in now:
  * still dirty if the kernel refused the advice. */
@@ -411,12 +402,13 @@ static void burst_in_thread(size_t dirty)
     enforce_cap(dirty, purge_dirty_cap(), UINT64_MAX, false);
 }
 
-/* The hook says false while the reclaimer should wait (a program that is
- * still single-threaded): asked again on a later slow path. */
+/* sl_events.reclaimer_start says false while the reclaimer should wait (a
+ * program that is still single-threaded): asked again on a later slow path. */
 static void start_reclaimer(void)
 {
-    if (start_hook && !ld_relaxed(&hook_fired) && !atomic_exchange(&hook_fired, 1) && !start_hook())
-        st_relaxed(&hook_fired, 0);
+    if (sl_events.reclaimer_start && !ld_relaxed(&start_fired) && !atomic_exchange(&start_fired, 1) &&
+        !sl_events.reclaimer_start())
+        st_relaxed(&start_fired, 0);
 }
 
 void page_start_reclaimer(void) { start_reclaimer(); }
@@ -429,14 +421,14 @@ void purge_maybe(void)
         return;
     uint64_t now = os_now_ms(), last = ld_relaxed(&last_hugify_ms);
     /* no reclaimer: the slow path advises dense blocks, khugepaged copies */
-    if (sl_opt.thp != THP_NEVER && now - last >= HUGIFY_EVERY_MS && !(running_hook && running_hook()) &&
+    if (sl_opt.thp != THP_NEVER && now - last >= HUGIFY_EVERY_MS && !(sl_events.reclaimer_running && sl_events.reclaimer_running()) &&
         atomic_compare_exchange_strong_explicit(&last_hugify_ms, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed))
         hugify(now, false, UINT32_MAX, NULL);
     size_t dirty = purgeable_dirty();
     if (purge_at_once())
         enforce_cap(dirty, 0, UINT64_MAX, true);
-    else if (dirty > DIRTY_BURST * purge_dirty_cap() && !(kick_hook && kick_hook()))
+    else if (dirty > DIRTY_BURST * purge_dirty_cap() && !purge_kick_reclaimer())
         burst_in_thread(dirty);
     if (!dirty && !ld_relaxed(&heap.lazy_pages))
         return;
@@ -449,10 +441,10 @@ void purge_maybe(void)
 }
 
 sl_lock *purge_fork_lock(void) { return &purge_lock; }
-/* After fork the child has no reclaimer thread: let the hook fire again. */
+/* After fork the child has no reclaimer thread: let reclaimer_start be asked again. */
 void purge_fork_child(void)
 {
-    st_relaxed(&hook_fired, 0);
+    st_relaxed(&start_fired, 0);
     hugify_fork_child();
 }
 

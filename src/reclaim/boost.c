@@ -31,6 +31,7 @@
 #include "reclaimer.h"
 
 #include "../base/drain.h"
+#include "../base/events.h"
 #include "../options/options.h"
 #include "../os/os.h"
 #include "../page/page.h"
@@ -127,4 +128,4 @@ static void boost_in_thread(void)
     }
 }
 
-void boost_init(void) { heap_boost_in_thread = boost_in_thread; }
+void boost_init(void) { sl_events.boost_in_thread = boost_in_thread; }

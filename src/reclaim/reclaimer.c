@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "../base/drain.h"
+#include "../base/events.h"
 #include "../huge/huge.h"
 #include "../options/options.h"
 #include "../os/os.h"
@@ -350,7 +351,9 @@ static void budget_init(void)
 
 void reclaimer_init(void)
 {
-    page_set_reclaimer_hooks(reclaimer_start, reclaimer_kick, reclaimer_is_running);
+    sl_events.reclaimer_start = reclaimer_start;
+    sl_events.reclaimer_kick = reclaimer_kick;
+    sl_events.reclaimer_running = reclaimer_is_running;
     boost_init();
     budget_init();
 }

@@ -10,8 +10,10 @@
 #include "heap.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "../base/drain.h"
+#include "../base/events.h"
 #include "../base/fatal.h"
 #include "../meta/meta.h"
 #include "../zero/zero.h"
@@ -441,7 +443,6 @@ void heap_free_object(struct slab *s, void *p)
         heap_wake(owner, s);
 }
 
-void (*heap_checked_free)(void *p);
 
 /* A burst of frees: MAG_BURST frees in a row found h's magazine of class
  * cls full, with no malloc between them (a program that frees a batch
@@ -493,8 +494,8 @@ void heap_free_block_now(void *p)
     if (run)
         return run_free(p, run);
     if (!bitmap_test(a)) {
-        if (heap_checked_free) /* checked mode: its pointers have no live bit */
-            return heap_checked_free(p);
+        if (sl_events.checked_free) /* checked mode: its pointers have no live bit */
+            return sl_events.checked_free(p);
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
     }
     heap_free_object(slab_of_page(page_head(page_of(p))), p);
@@ -509,9 +510,9 @@ void heap_free_block_slow(void *p, uint32_t x)
         return run_free(p, run);
     /* another heap's malloc slab: batched; a thread that only frees (a
      * consumer) gets a heap for it. Checked mode frees at once. */
-    if (t && !heap_checked_free && h == &heap_empty && heap_get_slow())
+    if (t && !sl_events.checked_free && h == &heap_empty && heap_get_slow())
         h = tls_heap; /* maybe an orphan taken over whole: p may be its own */
-    if (t && !heap_checked_free && h != &heap_empty && tag_relative(h, t) >= TAG_MINE_LIMIT) {
+    if (t && !sl_events.checked_free && h != &heap_empty && tag_relative(h, t) >= TAG_MINE_LIMIT) {
         /* an object start of its slab (the page tag gives both), so the
          * mark lands in no other object (past the last object, in the
          * slab's tail, it lands in no object at all); whether it is live,
@@ -580,6 +581,45 @@ bool heap_resize_run(void *p, size_t new_size)
 size_t heap_run_request(void *p) { return __atomic_load_n(&page_of(p)->run.req, __ATOMIC_RELAXED); }
 
 /* ---- misuse ------------------------------------------------------------ */
+
+void heap_free_to_cache(unsigned id, void *p)
+{
+    uintptr_t a = (uintptr_t)p, e = pagemap_get(a);
+    if ((e & PM_BLOCK) && block_live(a)) {
+        struct page *head = page_head(page_of(p));
+        struct slab *s = head->h.kind == PG_SLAB ? slab_of_page(head) : NULL;
+        if (s && s->cls == id)
+            return heap_free_object(s, p);
+        heap_wrong_cache_free(id, s, p);
+    }
+    if (e & (PM_HUGE | PM_ZERO))
+        heap_wrong_cache_free(id, NULL, p);
+    heap_bad_free(p, e, "free");
+}
+
+_Noreturn sl_cold void heap_wrong_cache_free(unsigned id, struct slab *s, const void *p)
+{
+    char what[160];
+    size_t n = 0;
+    const char *parts[] = { "sl_cache_free to cache '", slab_geom[id].name, "' of" };
+    for (size_t i = 0; i < 3; i++) {
+        size_t l = strnlen(parts[i], sizeof what - 1 - n);
+        memcpy(what + n, parts[i], l);
+        n += l;
+    }
+    what[n] = 0;
+    if (!s)
+        sl_fatal(what, p, "not an object of any cache", (size_t)-1);
+    if (s->cls < SL_NCLASSES)
+        sl_fatal(what, p, "a malloc object of size class", s->size);
+    char detail[80] = "an object of cache '";
+    size_t d = strlen(detail);
+    size_t l = strnlen(slab_geom[s->cls].name, sizeof detail - 2 - d);
+    memcpy(detail + d, slab_geom[s->cls].name, l);
+    detail[d + l] = '\'';
+    detail[d + l + 1] = 0;
+    sl_fatal(what, p, detail, (size_t)-1);
+}
 
 _Noreturn sl_cold void heap_bad_free(const void *p, uintptr_t e, const char *op)
 {

@@ -141,9 +141,6 @@ void heap_count(struct heap *h, enum sl_stat id, uint64_t n);
  * tag as the fast path read it, relative to this thread's heap
  * (tag_relative: the slow path undoes it, so the fast path keeps no copy). */
 void heap_free_block_slow(void *p, uint32_t x);
-/* Set by the checked mode (api/checked.c): a block free of an address with
- * no live bit goes there instead of being reported at once. */
-extern void (*heap_checked_free)(void *p);
 struct heap *heap_get_slow(void); /* this thread's heap, created if needed */
 
 sl_inline struct heap *heap_get(void)
@@ -155,9 +152,8 @@ sl_inline struct heap *heap_get(void)
 /* Watermark boost (page.h): asked to, the owner gives back, on its next
  * allocation slow path, its magazines' objects, its empty slabs and its
  * page cache; with no reclaimer thread it also runs the boost's reclaim
- * (heap_boost_in_thread, set by reclaim/boost.c). No lock is held. */
+ * (sl_events.boost_in_thread, base/events.h). No lock is held. */
 void heap_boost_respond_slow(struct heap *h);
-extern void (*heap_boost_in_thread)(void);
 sl_inline void heap_boost_check(struct heap *h)
 {
     if (unlikely(h->boost_seen != ld_relaxed(&page_boost_gen_word)))
@@ -413,6 +409,12 @@ size_t heap_usable_size(void *p);
 bool heap_resize_run(void *p, size_t new_size);
 /* The size last asked for of the live run at p (malloc or realloc). */
 size_t heap_run_request(void *p);
+/* Free p to cache id (a user cache, or a malloc class), validating
+ * everything; reports and aborts on misuse. */
+void heap_free_to_cache(unsigned id, void *p);
+/* Report that p (live; of slab s, or NULL if not a slab object) was freed
+ * to cache id it does not belong to, and abort. */
+_Noreturn void heap_wrong_cache_free(unsigned id, struct slab *s, const void *p);
 /* Report a free of p that is not a live allocation, and abort. */
 _Noreturn void heap_bad_free(const void *p, uintptr_t pm_entry, const char *op);
 
@@ -446,7 +448,6 @@ sl_inline bool heap_id_sync(struct heap *h, unsigned id, uint32_t key)
 
 /* Thread lifecycle and process-wide operations. */
 void heap_thread_exit(struct heap *h);
-void heap_sum_stats(uint64_t out[STAT_COUNT]);
 /* sl_check's part for the slab and page layers (heap_check.c): reports and
  * aborts on the first broken invariant. Other threads must be quiet. */
 void heap_check_all(void);

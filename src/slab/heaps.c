@@ -14,6 +14,7 @@
 #include <sys/auxv.h>
 
 #include "../base/drain.h"
+#include "../base/events.h"
 #include "../base/lock.h"
 #include "../meta/meta.h"
 #include "../options/options.h"
@@ -232,15 +233,13 @@ void heap_thread_exit(struct heap *h)
     lock_release(&heaps_lock);
 }
 
-void (*heap_boost_in_thread)(void);
-
 void heap_boost_respond_slow(struct heap *h)
 {
     h->boost_seen = ld_relaxed(&page_boost_gen_word);
     drain_all(DRAIN_THREAD, 0);
     stat_add(h->stats, STAT_boost_drains, 1);
-    if (heap_boost_in_thread)
-        heap_boost_in_thread();
+    if (sl_events.boost_in_thread)
+        sl_events.boost_in_thread();
 }
 
 /* ---- drains (base/drain.h) ------------------------------------------------ */
@@ -333,16 +332,17 @@ bool heaps_batch_holds(const void *p, struct heap *self)
     return found;
 }
 
-void heap_sum_stats(uint64_t out[STAT_COUNT])
+/* The thread heaps' report to the statistics (stats.h): their counters. */
+static void heaps_report(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT])
 {
-    for (int i = 0; i < STAT_COUNT; i++)
-        out[i] = ld_relaxed(&stats_global[i]);
+    (void)g;
     lock_acquire(&heaps_lock);
     for (struct heap *h = all_heaps; h; h = h->all_next)
         for (int i = 0; i < STAT_COUNT; i++)
-            out[i] += ld_relaxed(&h->stats[i]);
+            c[i] += ld_relaxed(&h->stats[i]);
     lock_release(&heaps_lock);
 }
+STAT_SOURCE(heaps_source, heaps_report);
 
 /* ---- user cache ids ------------------------------------------------------ */
 

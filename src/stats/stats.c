@@ -7,52 +7,12 @@
 
 #include "../base/drain.h"
 #include "../base/fatal.h"
-#include "../huge/huge.h"
-#include "../meta/meta.h"
 #include "../options/options.h"
 #include "../os/os.h"
-#include "../page/page.h"
-#include "../slab/heap.h"
-#include "../teardown/teardown.h"
 #include "thp.h"
 #include "sluice.h"
 
 stat_counters stats_global;
-
-/* Gauges: computed from the layers' own state when asked. */
-#define SL_GAUGE_LIST(X)                                                      \
-    X(blocks, "pageblocks mapped")                                            \
-    X(blocks_slab, "pageblocks typed SLAB")                                   \
-    X(blocks_reclaim, "pageblocks typed RECLAIM")                             \
-    X(blocks_run, "pageblocks typed RUN")                                     \
-    X(blocks_free, "pageblocks wholly free")                                  \
-    X(budget_bytes, "heap budget: pageblock bytes before fallback (0: none)")  \
-    X(thp_blocks, "pageblocks collapsed or advised into hugepages")           \
-    X(free_page_bytes, "bytes in free pages of mapped pageblocks")            \
-    X(active_bytes, "bytes in pages of pageblocks handed out (slabs, runs)")  \
-    X(dirty_bytes, "free bytes still resident, not advised")                  \
-    X(dirty_thp_bytes, "of them, in dense hugepage pageblocks: kept resident") \
-    X(parked_bytes, "of them, runs parked whole in the shared run cache")     \
-    X(lazy_bytes, "free bytes advised MADV_FREE (the kernel may take them)")  \
-    X(clean_bytes, "free bytes that read as zero (DONTNEED or untouched)")    \
-    X(huge_live_bytes, "bytes in live huge mappings")                         \
-    X(huge_cached_bytes, "bytes in cached huge mappings")                     \
-    X(huge_count, "live huge allocations")                                    \
-    X(teardown_pending_bytes, "bytes queued for teardown, not yet started")   \
-    X(teardown_inflight_bytes, "bytes being released by teardown now")        \
-    X(meta_bytes, "bytes mapped for sluice's own records")                    \
-    X(block_rss_bytes, "pageblock bytes resident (smaps)")                    \
-    X(block_thp_bytes, "of them, in transparent hugepages")                   \
-    X(huge_rss_bytes, "huge mapping bytes resident (smaps)")                  \
-    X(huge_thp_bytes, "of them, in transparent hugepages")                    \
-    X(mapped_bytes, "bytes mapped in all")
-
-enum {
-#define X(name, text) GAUGE_##name,
-    SL_GAUGE_LIST(X)
-#undef X
-    GAUGE_COUNT
-};
 
 static const char *const names[] = {
 #define X(name, text) #name,
@@ -65,37 +25,21 @@ static const char *const texts[] = {
 #undef X
 };
 
-/* smaps: also the gauges read from /proc/self/smaps (thp.c), which makes
- * the kernel walk every page table: only when one of them is asked for. */
-static void gauges(uint64_t g[GAUGE_COUNT], bool smaps)
+extern const struct stat_source __start_sl_stat_source[] __attribute__((weak, visibility("hidden")));
+extern const struct stat_source __stop_sl_stat_source[] __attribute__((weak, visibility("hidden")));
+
+/* Every counter and gauge: the global counters, then each layer's report
+ * (stats.h: STAT_SOURCE), then the gauges read from /proc/self/smaps
+ * (thp.c), which make the kernel walk every page table: only with smaps. */
+static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT], bool smaps)
 {
-    struct page_gauges pg;
-    struct huge_gauges hg;
-    struct teardown_gauges tg;
-    page_gauges(&pg);
-    huge_gauges(&hg);
-    teardown_gauges(&tg);
-    g[GAUGE_blocks] = pg.blocks;
-    g[GAUGE_blocks_slab] = pg.blocks_by_type[PB_SLAB];
-    g[GAUGE_blocks_reclaim] = pg.blocks_by_type[PB_RECLAIM];
-    g[GAUGE_blocks_run] = pg.blocks_by_type[PB_RUN];
-    g[GAUGE_blocks_free] = pg.blocks_by_type[PB_FREE];
-    g[GAUGE_budget_bytes] = pg.budget;
-    g[GAUGE_thp_blocks] = pg.thp_blocks;
-    g[GAUGE_free_page_bytes] = (uint64_t)pg.free_pages << SL_PAGE_SHIFT;
-    g[GAUGE_active_bytes] = ((uint64_t)pg.blocks * BLOCK_USABLE_PAGES - pg.free_pages) << SL_PAGE_SHIFT;
-    g[GAUGE_dirty_bytes] = ((uint64_t)pg.dirty_pages << SL_PAGE_SHIFT) + hg.dirty_bytes;
-    g[GAUGE_dirty_thp_bytes] = (uint64_t)pg.thp_dirty_pages << SL_PAGE_SHIFT;
-    g[GAUGE_parked_bytes] = (uint64_t)pg.parked_pages << SL_PAGE_SHIFT;
-    g[GAUGE_lazy_bytes] = ((uint64_t)pg.lazy_pages << SL_PAGE_SHIFT) + hg.lazy_bytes;
-    g[GAUGE_clean_bytes] = ((uint64_t)(pg.free_pages - pg.dirty_pages - pg.lazy_pages) << SL_PAGE_SHIFT) +
-                           (hg.cached_bytes - hg.dirty_bytes - hg.lazy_bytes);
-    g[GAUGE_huge_live_bytes] = hg.live_bytes;
-    g[GAUGE_huge_cached_bytes] = hg.cached_bytes;
-    g[GAUGE_huge_count] = hg.count;
-    g[GAUGE_teardown_pending_bytes] = tg.pending_bytes;
-    g[GAUGE_teardown_inflight_bytes] = tg.inflight_bytes;
-    g[GAUGE_meta_bytes] = meta_bytes();
+    for (int i = 0; i < STAT_COUNT; i++)
+        all[i] = ld_relaxed(&stats_global[i]);
+    uint64_t *g = all + STAT_COUNT;
+    for (int i = 0; i < GAUGE_COUNT; i++)
+        g[i] = 0;
+    for (const struct stat_source *s = __start_sl_stat_source; s < __stop_sl_stat_source; s++)
+        s->report(all, g);
     struct thp_usage tu = { 0, 0, 0, 0 };
     if (smaps)
         thp_usage(&tu);
@@ -103,14 +47,6 @@ static void gauges(uint64_t g[GAUGE_COUNT], bool smaps)
     g[GAUGE_block_thp_bytes] = tu.block_thp;
     g[GAUGE_huge_rss_bytes] = tu.huge_rss;
     g[GAUGE_huge_thp_bytes] = tu.huge_thp;
-    g[GAUGE_mapped_bytes] =
-        (uint64_t)pg.blocks * SL_BLOCK + hg.live_bytes + hg.cached_bytes + tg.mapped_bytes + meta_bytes();
-}
-
-static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT], bool smaps)
-{
-    heap_sum_stats(all);
-    gauges(all + STAT_COUNT, smaps);
 }
 
 struct out;
@@ -281,7 +217,7 @@ static bool recon_get(const uint64_t *g, struct recon *r)
     r->rss = smaps_field(text, "Rss");
     r->lazy_free = smaps_field(text, "LazyFree");
     r->anon_huge = smaps_field(text, "AnonHugePages");
-    r->headers = g[GAUGE_blocks] * (uint64_t)BLOCK_HEADER_PAGES * SL_PAGE + g[GAUGE_meta_bytes];
+    r->headers = g[GAUGE_block_header_bytes] + g[GAUGE_meta_bytes];
     r->in_use = g[GAUGE_active_bytes] + g[GAUGE_huge_live_bytes] + r->headers;
     return true;
 }

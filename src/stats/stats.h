@@ -77,6 +77,55 @@ enum sl_stat {
     STAT_COUNT
 };
 
+/* Gauges: each layer's state, reported when asked (STAT_SOURCE). */
+#define SL_GAUGE_LIST(X)                                                      \
+    X(blocks, "pageblocks mapped")                                            \
+    X(blocks_slab, "pageblocks typed SLAB")                                   \
+    X(blocks_reclaim, "pageblocks typed RECLAIM")                             \
+    X(blocks_run, "pageblocks typed RUN")                                     \
+    X(blocks_free, "pageblocks wholly free")                                  \
+    X(budget_bytes, "heap budget: pageblock bytes before fallback (0: none)")  \
+    X(thp_blocks, "pageblocks collapsed or advised into hugepages")           \
+    X(free_page_bytes, "bytes in free pages of mapped pageblocks")            \
+    X(active_bytes, "bytes in pages of pageblocks handed out (slabs, runs)")  \
+    X(dirty_bytes, "free bytes still resident, not advised")                  \
+    X(dirty_thp_bytes, "of them, in dense hugepage pageblocks: kept resident") \
+    X(parked_bytes, "of them, runs parked whole in the shared run cache")     \
+    X(lazy_bytes, "free bytes advised MADV_FREE (the kernel may take them)")  \
+    X(clean_bytes, "free bytes that read as zero (DONTNEED or untouched)")    \
+    X(huge_live_bytes, "bytes in live huge mappings")                         \
+    X(huge_cached_bytes, "bytes in cached huge mappings")                     \
+    X(huge_count, "live huge allocations")                                    \
+    X(teardown_pending_bytes, "bytes queued for teardown, not yet started")   \
+    X(teardown_inflight_bytes, "bytes being released by teardown now")        \
+    X(meta_bytes, "bytes mapped for sluice's own records")                    \
+    X(block_header_bytes, "bytes of pageblock headers (descriptors, bitmaps)") \
+    X(block_rss_bytes, "pageblock bytes resident (smaps)")                    \
+    X(block_thp_bytes, "of them, in transparent hugepages")                   \
+    X(huge_rss_bytes, "huge mapping bytes resident (smaps)")                  \
+    X(huge_thp_bytes, "of them, in transparent hugepages")                    \
+    X(mapped_bytes, "bytes mapped in all")
+
+enum sl_gauge {
+#define X(name, text) GAUGE_##name,
+    SL_GAUGE_LIST(X)
+#undef X
+    GAUGE_COUNT
+};
+
+/* A layer's report to the statistics. Each layer that keeps gauges, or
+ * counters outside stats_global, registers one beside its own code; the
+ * statistics run every report when they are read, so they call no layer
+ * (stats is a sink: every layer pushes into it, it reaches none). A report
+ * adds its counters into c and adds its share of each gauge into g (all
+ * start at 0: mapped_bytes, dirty_bytes and the like sum several layers). */
+struct stat_source {
+    void (*report)(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT]);
+};
+#define STAT_SOURCE(var, fn)                                                                            \
+    __attribute__((used, section("sl_stat_source"), aligned(sizeof(void *)))) static const struct stat_source \
+        var = { fn }
+
 typedef _Atomic uint64_t stat_counters[STAT_COUNT];
 
 extern stat_counters stats_global; /* written under the counting layer's lock */

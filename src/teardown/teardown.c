@@ -381,3 +381,15 @@ static size_t teardown_held(void)
 }
 DRAIN_REGISTER(teardown_drain, .name = "teardown", .order = DRAIN_TEARDOWN, .depths = DRAIN_ENOMEM | DRAIN_PRESSURE,
                .run = drain_teardown, .held = teardown_held);
+
+/* The teardown queue's report to the statistics (stats.h). */
+static void teardown_report(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT])
+{
+    (void)c;
+    struct teardown_gauges tg;
+    teardown_gauges(&tg);
+    g[GAUGE_teardown_pending_bytes] = tg.pending_bytes;
+    g[GAUGE_teardown_inflight_bytes] = tg.inflight_bytes;
+    g[GAUGE_mapped_bytes] += tg.mapped_bytes;
+}
+STAT_SOURCE(teardown_source, teardown_report);

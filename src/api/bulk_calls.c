@@ -1,0 +1,37 @@
+/* bulk_calls.c — sl_free_bulk and sl_alloc_bulk: the public entry points
+ * of the bulk layer's detached freelists (bulk/bulk.c), with the malloc
+ * family's own free and malloc for what is no slab object. */
+#include "../bulk/bulk.h"
+#include "fast.h"
+#include "sluice.h"
+
+/* What the detached freelists leave: runs, huge mappings, zero-size slots,
+ * and the report of a bad pointer. */
+static void free_one(void *p) { dealloc(p); }
+
+void sl_free_bulk(void **ptrs, size_t n)
+{
+    if (unlikely(sl_small_limit == 0)) { /* checked mode: each pointer is checked */
+        for (size_t i = 0; i < n; i++)
+            dealloc(ptrs[i]);
+        return;
+    }
+    bulk_free(ptrs, n, ANY_CACHE, free_one);
+}
+
+size_t sl_alloc_bulk(size_t size, size_t n, void **out)
+{
+    if (!n)
+        return 0;
+    struct heap *h;
+    /* 0 bytes (zone slots), checked mode and no heap: one by one */
+    if (size - 1 >= sl_small_limit || !(h = heap_get())) {
+        for (size_t i = 0; i < n; i++)
+            if (!(out[i] = alloc(size))) {
+                sl_free_bulk(out, i);
+                return 0;
+            }
+        return n;
+    }
+    return bulk_alloc(h, size_class(size), n, out);
+}
