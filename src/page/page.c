@@ -23,14 +23,6 @@
 #include "../teardown/teardown.h"
 
 
-/* Fallback order when a type has no room: which other types it may take a
- * piece from, best first (mm/page_alloc.c's fallbacks[] table). */
-static const uint8_t fallbacks[PB_NTYPES][2] = {
-    [PB_SLAB] = { PB_RECLAIM, PB_RUN },
-    [PB_RECLAIM] = { PB_SLAB, PB_RUN },
-    [PB_RUN] = { PB_RECLAIM, PB_SLAB },
-};
-
 struct page_heap heap = { .lock = SL_LOCK_INIT };
 
 static void list_unlink(struct block *b)
@@ -286,50 +278,20 @@ void page_set_budget(size_t bytes)
 /* Would one more pageblock take the heap past its budget? (lock held) */
 static bool over_budget(void) { return heap.budget && (heap.nblocks + 1) * SL_BLOCK > heap.budget; }
 
-/* ---- watermarks and boost (the work: reclaim/boost.c) ------------------ */
-
-/* Under a budget, the headroom is what a type short of room can take
- * without an event: wholly free blocks, and blocks the budget still
- * allows. Below the low watermark (plus the boost) the reclaimer is
- * woken; it works until the headroom reaches the high watermark (plus
- * the boost), as kswapd does between the kernel's low and high marks.
- * Each extfrag event raises the boost by one block, up to an eighth of
- * the budget (the kernel's watermark_boost_factor, 150% of high, is of
- * the same order), and the boost lapses BOOST_DECAY_MS after the last
- * event. SLUICE_BOOST=0: no boost and no wake (the baseline). */
-#define BOOST_DECAY_MS 1000
-#define BOOST_MAX_DIV  8
-#define WMARK_LOW_DIV  32
-#define WMARK_HIGH_X   3
+/* ---- watermarks and boost (the policy: antifrag.h; the work: reclaim/boost.c) */
 
 static size_t budget_blocks(void) { return heap.budget / SL_BLOCK; }
 size_t page_budget_blocks(void) { return __atomic_load_n(&heap.budget, __ATOMIC_RELAXED) / SL_BLOCK; }
-static size_t wmark_low(void) { return budget_blocks() / WMARK_LOW_DIV ? budget_blocks() / WMARK_LOW_DIV : 1; }
-
-static size_t headroom(void)
-{
-    size_t room = budget_blocks() > heap.nblocks ? budget_blocks() - heap.nblocks : 0;
-    return room + heap.nfree_blocks;
-}
-
-static size_t boost_now(uint64_t now)
-{
-    if (heap.boost_blocks && now - heap.boost_ms > BOOST_DECAY_MS)
-        heap.boost_blocks = 0;
-    return heap.boost_blocks;
-}
+static size_t headroom(void) { return af_headroom(budget_blocks(), heap.nblocks, heap.nfree_blocks); }
 
 _Atomic uint32_t page_boost_gen_word;
 
+/* An external fragmentation event: the boost rises, the reclaimer wakes. */
 static void boost_event(void)
 {
     if (!sl_opt.boost || !heap.budget)
         return;
-    size_t max = budget_blocks() / BOOST_MAX_DIV ? budget_blocks() / BOOST_MAX_DIV : 1;
-    uint64_t now = os_now_ms();
-    if (boost_now(now) < max)
-        heap.boost_blocks++;
-    heap.boost_ms = now;
+    af_boost_raise(&heap.boost, budget_blocks(), os_now_ms());
     heap.boost_wake = true;
     stat_add(stats_global, STAT_boost_events, 1);
 }
@@ -337,20 +299,18 @@ static void boost_event(void)
 /* After a block was taken: is the headroom under the low watermark? */
 static void wmark_check(void)
 {
-    if (sl_opt.boost && heap.budget && headroom() < wmark_low() + boost_now(os_now_ms()))
+    if (sl_opt.boost && heap.budget && af_below_low(headroom(), budget_blocks(), af_boost_level(&heap.boost, os_now_ms())))
         heap.boost_wake = true;
 }
 
 size_t page_boost_deficit(bool *urgent)
 {
     lock_acquire(&heap.lock);
-    size_t want = 0, have = headroom();
-    if (sl_opt.boost && heap.budget) {
-        size_t high = WMARK_HIGH_X * wmark_low() + boost_now(os_now_ms());
-        want = have < high ? high - have : 0;
-    }
-    if (urgent)
-        *urgent = want && have < wmark_low();
+    size_t want = 0;
+    if (sl_opt.boost && heap.budget)
+        want = af_deficit(headroom(), budget_blocks(), af_boost_level(&heap.boost, os_now_ms()), urgent);
+    else if (urgent)
+        *urgent = false;
     heap_unlock();
     return want;
 }
@@ -366,24 +326,23 @@ static void boost_wake(void)
 }
 
 /* A piece of another type's block with a free chunk of `order`, in the
- * fallback table's order: an external fragmentation event, serious when a
- * SLAB or RECLAIM piece lands in a RUN block. A block at least half free
- * is re-typed (the kernel's steal_suitable_fallback): the stealing type
- * will fill it, and the runs it still holds keep their own kind (a run's
- * head says what it is; cache_stack keeps it out of the wrong cache).
- * Lock held; NULL if no other type has room. */
+ * fallback table's order (antifrag.h): an external fragmentation event,
+ * counted, serious or not; the boost rises; a block at least half free is
+ * re-typed to the taker (its runs keep their own kind: a run's head says
+ * what it is, and cache_stack keeps it out of the wrong cache). Lock held;
+ * NULL if no other type has room. */
 static struct block *block_fallback(enum pb_type type, unsigned order)
 {
     for (unsigned i = 0; i < 2; i++) {
-        enum pb_type other = fallbacks[type][i];
-        struct block *b = find_in_type(other, order);
+        enum pb_type victim = af_fallbacks[type][i];
+        struct block *b = find_in_type(victim, order);
         if (!b)
             continue;
         stat_add(stats_global, STAT_extfrag, 1);
-        boost_event();
-        if (other == PB_RUN && type != PB_RUN)
+        if (af_serious(type, victim))
             stat_add(stats_global, STAT_extfrag_serious, 1);
-        if (b->free_pages >= BLOCK_USABLE_PAGES / 2) {
+        boost_event();
+        if (af_steal_whole(b->free_pages)) {
             list_unlink(b);
             set_type(b, type);
         }

@@ -6,6 +6,7 @@
 #define SL_PAGE_HEAP_H
 
 #include "../base/lock.h"
+#include "antifrag.h"
 #include "page.h"
 
 #define NBUCKETS        (BLOCK_MAX_ORDER + 1)
@@ -28,8 +29,7 @@ struct page_heap {
     size_t thp_blocks;        /* blocks with thp set */
     /* boost (page.c; reclaim/boost.c does the work): blocks of headroom
      * wanted beyond the low watermark, raised by extfrag events */
-    size_t boost_blocks;
-    uint64_t boost_ms;        /* the last event */
+    struct af_boost boost;    /* antifrag.h */
     bool boost_wake;          /* heap_unlock wakes the reclaimer */
     /* written under the lock, read without it by purge_maybe */
     _Atomic size_t dirty_pages, lazy_pages, active_pages;
