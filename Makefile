@@ -18,6 +18,9 @@ build-tsan/build.ninja:
 build-ubsan/build.ninja:
 	cmake -S . -B build-ubsan -G Ninja -DSLUICE_SANITIZE=undefined
 
+build-debug/build.ninja:
+	cmake -S . -B build-debug -G Ninja -DSLUICE_DEBUG=ON
+
 build-fuzz/build.ninja:
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DSLUICE_FUZZ=ON
 
@@ -27,11 +30,16 @@ run: all
 	python3 bench/run.py --quick
 
 # Every test: the normal build (units, API, threads, fork, death, OOM, real
-# programs, fault injection), then the sl_ API tests under UBSan and the
-# multi-threaded ones under ThreadSanitizer, then the fuzzer's corpus and a
-# short fuzzing run (clang), then the Rust crate's tests (when cargo is here).
-test: all build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja
+# programs, fault injection, the layering check), then the same tests in a
+# debug build (invariants and the lock order checked; not the man pages,
+# the install and the real programs, which it adds nothing to), then the
+# sl_ API tests under UBSan and the multi-threaded ones under
+# ThreadSanitizer, then the fuzzer's corpus and a short fuzzing run
+# (clang), then the Rust crate's tests (when cargo is here).
+test: all build-debug/build.ninja build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja
 	cd $(BUILD) && ctest --output-on-failure
+	cmake --build build-debug
+	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|man_pages|cmake_package|stats_json)$$'
 	cmake --build build-ubsan
 	cd build-ubsan && ctest --output-on-failure
 	cmake --build build-tsan
@@ -59,4 +67,4 @@ install: all
 	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 clean:
-	rm -rf $(BUILD) build-tsan build-ubsan build-fuzz
+	rm -rf $(BUILD) build-debug build-tsan build-ubsan build-fuzz

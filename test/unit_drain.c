@@ -41,7 +41,7 @@ int main(void)
     CHECK((drain_of(DRAIN_GATHER)->depths) == (drain_of(DRAIN_FREE_BLOCKS)->depths)); /* a pair */
 
     /* a lock held: nothing runs */
-    static sl_lock l = SL_LOCK_INIT;
+    static sl_lock l = SL_LOCK_INIT(LOCK_PAGE_HEAP);
     lock_acquire(&l);
     CHECK(!drain_all(DRAIN_PURGE, 0));
     CHECK(!drain_after_enomem());

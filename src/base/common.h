@@ -19,6 +19,26 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define sl_noinline __attribute__((noinline))
 #define sl_cold     __attribute__((cold, noinline))
+
+/* SLUICE_DEBUG=ON (-DSL_DEBUG=1): cheap invariants (sl_assert) and the
+ * lock order (lock.h) are checked; SL_DEBUG=2 adds the expensive walks
+ * (sl_assert_expensive). Constants, not #ifdef, so both are compiled. */
+#ifndef SL_DEBUG
+#define SL_DEBUG 0
+#endif
+static const bool config_debug = SL_DEBUG >= 1;
+static const bool config_debug_expensive = SL_DEBUG >= 2;
+_Noreturn void sl_assert_fail(const char *cond, const char *file, int line);
+#define sl_assert(cond)                                       \
+    do {                                                      \
+        if (config_debug && !(cond))                          \
+            sl_assert_fail(#cond, __FILE__, __LINE__);        \
+    } while (0)
+#define sl_assert_expensive(cond)                             \
+    do {                                                      \
+        if (config_debug_expensive && !(cond))                \
+            sl_assert_fail(#cond, __FILE__, __LINE__);        \
+    } while (0)
 #define sl_inline   static inline __attribute__((always_inline))
 #define sl_hidden   __attribute__((visibility("hidden")))
 

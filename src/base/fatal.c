@@ -72,3 +72,15 @@ _Noreturn void sl_fatal(const char *what, const void *p, const char *detail, siz
     os_write_err(line, n);
     abort();
 }
+
+void sl_assert_fail(const char *cond, const char *file, int line)
+{
+    char what[256];
+    size_t n = 0;
+    const char *parts[] = { "internal invariant broken: ", cond, " at ", file, ":" };
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        for (const char *c = parts[i]; *c && n + 1 < sizeof what; c++)
+            what[n++] = *c;
+    what[n] = 0;
+    sl_fatal(what, NULL, "line", (size_t)line);
+}

@@ -8,10 +8,46 @@
 #include "lock.h"
 
 #include "../os/os.h"
+#include "fatal.h"
 
 _Atomic int lock_fork_active;
 static __thread char lock_identity;
 __thread int lock_holds __attribute__((tls_model("initial-exec")));
+
+/* Debug builds: the lock this thread holds at each rank (NULL: none). */
+static __thread sl_lock *held_by_rank[LOCK_RANKS];
+
+void lock_rank_check(sl_lock *l)
+{
+    if (ld_relaxed(&lock_fork_active) || ld_relaxed(&l->owner) == lock_self())
+        return; /* fork's prepare handler, and its re-entries */
+    for (unsigned r = l->rank; r < LOCK_RANKS; r++)
+        if (held_by_rank[r]) {
+            char what[128];
+            size_t n = 0;
+            const char *parts[] = { "lock order: taking ", l->name, " while holding ", held_by_rank[r]->name,
+                                    " (src/base/lock.h: enum lock_rank) at" };
+            for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+                for (const char *c = parts[i]; *c && n + 1 < sizeof what; c++)
+                    what[n++] = *c;
+            what[n] = 0;
+            sl_fatal(what, l, NULL, 0);
+        }
+    held_by_rank[l->rank] = l;
+}
+
+void lock_holds_reset(void)
+{
+    lock_holds = 0;
+    for (unsigned r = 0; r < LOCK_RANKS; r++)
+        held_by_rank[r] = NULL;
+}
+
+void lock_rank_drop(sl_lock *l)
+{
+    if (held_by_rank[l->rank] == l)
+        held_by_rank[l->rank] = NULL;
+}
 
 const void *lock_self(void) { return &lock_identity; }
 
@@ -54,6 +90,8 @@ bool lock_try(sl_lock *l)
     if (!try_once(l))
         return false;
     lock_holds++;
+    if (config_debug)
+        held_by_rank[l->rank] = l;
     return true;
 }
 

@@ -8,7 +8,12 @@
  * a thread may re-enter a lock it already owns; the nested holds are counted.
  * The child reinitialises every lock (lock_reset).
  *
- * Locks are leaves or taken in the order numbered in init.c.
+ * The lock order is written once, here (enum lock_rank): a thread takes
+ * locks in increasing rank, and fork's prepare handler takes them all in
+ * it (api/init.c). In a debug build (SLUICE_DEBUG=ON) every acquire checks
+ * that its rank is above every rank its thread holds, and aborts with a
+ * line naming both locks otherwise; a try-lock cannot deadlock and is not
+ * checked, and neither is fork's prepare handler.
  */
 #ifndef SL_LOCK_H
 #define SL_LOCK_H
@@ -24,9 +29,26 @@ typedef struct sl_lock {
     _Atomic int waiters;         /* threads asleep or about to sleep */
     _Atomic int seq;             /* futex word, bumped by a release with waiters */
     int nested;                  /* re-entries during fork, owner-only */
+    unsigned rank;               /* enum lock_rank; set once */
+    const char *name;            /* for the debug build's report */
 } sl_lock;
 
-#define SL_LOCK_INIT { NULL, 0, 0, 0 }
+/* The one lock order, lowest first. */
+enum lock_rank {
+    LOCK_QUARANTINE = 1, /* api/checked.c: a leaf, taken alone */
+    LOCK_ZERO,           /* zero/zero.c: -> meta only */
+    LOCK_HEAPS,          /* slab/heaps.c: heap lists, orphans, cache ids */
+    LOCK_HUGE,           /* huge/huge.c */
+    LOCK_PURGE,          /* page/purge.c: one purger at a time */
+    LOCK_PAGE_HEAP,      /* page/page.c: the shared page heap */
+    LOCK_META,           /* meta/meta.c: sluice's own records */
+    LOCK_TEARDOWN,       /* teardown/teardown.c: the queue (a leaf) */
+    LOCK_UNMAP,          /* teardown/teardown.c: unmapping (a leaf) */
+    LOCK_HEAPLESS,       /* slab/heap.c: remote frees of threads with no heap (a leaf) */
+    LOCK_RANKS
+};
+
+#define SL_LOCK_INIT(rank) { NULL, 0, 0, 0, rank, #rank }
 
 extern _Atomic int lock_fork_active;
 const void *lock_self(void); /* this thread's identity */
@@ -37,9 +59,15 @@ extern __thread int lock_holds;
 
 void lock_acquire_slow(sl_lock *l);
 
+/* Debug builds: this acquire's rank against the thread's (lock.c). */
+void lock_rank_check(sl_lock *l);
+void lock_rank_drop(sl_lock *l);
+
 sl_inline void lock_acquire(sl_lock *l)
 {
     const void *expected = NULL;
+    if (config_debug)
+        lock_rank_check(l);
     lock_holds++;
     if (likely(atomic_compare_exchange_strong_explicit(&l->owner, &expected, lock_self(), memory_order_acquire,
                                                        memory_order_relaxed)))
@@ -51,11 +79,13 @@ void lock_release_slow(sl_lock *l);
 
 sl_inline void lock_release(sl_lock *l)
 {
-    lock_holds--;
+    lock_holds -= lock_holds > 0; /* a fork child's frame releasing a lock the child reset: nothing */
     if (unlikely(l->nested)) {
         l->nested--;
         return;
     }
+    if (config_debug)
+        lock_rank_drop(l);
     atomic_store_explicit(&l->owner, NULL, memory_order_seq_cst);
     if (unlikely(atomic_load_explicit(&l->waiters, memory_order_seq_cst)))
         lock_release_slow(l);
@@ -63,8 +93,10 @@ sl_inline void lock_release(sl_lock *l)
 
 bool lock_try(sl_lock *l);
 void lock_reset(sl_lock *l);
-/* A fork child: its one thread holds nothing once every lock is reset. */
-sl_inline void lock_holds_reset(void) { lock_holds = 0; }
+/* A fork child: its one thread holds nothing once every lock is reset
+ * (a frame that fork interrupted inside a lock releases it later: its
+ * release finds nothing to undo). */
+void lock_holds_reset(void);
 /* Does this thread hold l? (fork's prepare handler) */
 sl_inline bool lock_held_by_self(sl_lock *l) { return atomic_load_explicit(&l->owner, memory_order_relaxed) == lock_self(); }
 /* The fork prepare handler's acquire. bounded: this thread already holds a

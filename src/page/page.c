@@ -23,7 +23,7 @@
 #include "../teardown/teardown.h"
 
 
-struct page_heap heap = { .lock = SL_LOCK_INIT };
+struct page_heap heap = { .lock = SL_LOCK_INIT(LOCK_PAGE_HEAP) };
 
 static void list_unlink(struct block *b)
 {

@@ -70,13 +70,25 @@ static void slab_unlist(struct heap *h, struct slab *s)
 }
 
 /* Give an empty slab back to the page layer. pc may be NULL (orphans). */
+/* Does any object of s have its live bit? (the debug build's check) */
+static bool slab_has_live(struct slab *s)
+{
+    uintptr_t base = (uintptr_t)slab_base(s), end = base + ((uintptr_t)s->h.npages << SL_PAGE_SHIFT);
+    for (uintptr_t w = base; w < end; w += 64 * SL_GRAIN)
+        if (ld_relaxed(bitmap_word(w)))
+            return true;
+    return false;
+}
+
 void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
 {
+    sl_assert(!s->used);
     /* nothing is live, so a remote free not taken yet is a double free
      * (reported by the collect); none must outlive the slab */
     if (atomic_load_explicit(slab_remote(s), memory_order_acquire) & ~SLAB_FULL_BIT)
         heap_slab_collect(h, s, NULL);
     atomic_store_explicit(slab_remote(s), 0, memory_order_relaxed);
+    sl_assert_expensive(!slab_has_live(s));
     slab_unlist(h, s);
     slab_own(s, NULL);
     s->state = 0;
@@ -403,7 +415,7 @@ static void run_free(void *p, struct page *pg)
 }
 
 /* Remote frees by threads that could get no heap (lock order: init.c). */
-static sl_lock heapless_lock = SL_LOCK_INIT;
+static sl_lock heapless_lock = SL_LOCK_INIT(LOCK_HEAPLESS);
 sl_lock *heapless_fork_lock(void) { return &heapless_lock; }
 
 /* Free of a live slab object (validated) of any cache: by its owner with no

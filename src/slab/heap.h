@@ -269,6 +269,7 @@ void heap_free_object(struct slab *s, void *p);
  * owns, its free-list link at `link`: no atomics. */
 sl_inline void slab_push_owned(struct heap *h, struct slab *s, void *p, void **link)
 {
+    sl_assert(s->used > 0 && slab_is_object_start(s, p));
     void *f = s->free;
     *link = f;
     s->free = p;
@@ -333,6 +334,7 @@ bool heap_is_freed(void *p);
 sl_inline void heap_mag_push(struct heap *h, void *p, unsigned cls)
 {
     void **top = h->mag_top[cls] - 1;
+    sl_assert((ld_relaxed(page_tag((uintptr_t)p)) & ((1u << TAG_PAGE_SHIFT) - 1)) == cls);
     if (unlikely(*top == MAG_LIMIT))
         return heap_free_mag_full_slow(h, p);
     *mag_cookie(p) = h->cookie;

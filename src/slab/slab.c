@@ -29,6 +29,7 @@ void slab_init(struct slab *s, unsigned id)
     s->size = g->size;
     s->used = 0;
     s->unlinked = 0;
+    s->constructed = 0;
     s->capacity = (uint16_t)(((size_t)g->pages << SL_PAGE_SHIFT) / g->size);
     s->cls = (uint16_t)id;
     s->state = SLAB_CURRENT;
@@ -61,6 +62,7 @@ bool slab_carve(struct slab *s)
     if (ctor)
         for (uint32_t i = 0; i < k; i++)
             ctor(first + (size_t)i * s->size);
+    s->constructed = s->carved; /* (a constructor that carved further on counted its own) */
     for (uint32_t i = 0; i + 1 < k; i++)
         *slab_link(s, first + (size_t)i * s->size) = first + (size_t)(i + 1) * s->size;
     *slab_link(s, first + (size_t)(k - 1) * s->size) = s->free;
@@ -262,11 +264,15 @@ void slab_repair(struct slab *s)
         bitmap_clear_owner((uintptr_t)*link);
         nfree++;
     }
-    for (unsigned i = 0; i < s->carved; i++) {
+    /* neither live nor free: lost mid-operation. Past constructed, a
+     * carve was in progress when fork came (carved is claimed before the
+     * constructor runs, slab_carve): those objects stay lost (counted
+     * used, a bounded leak) rather than be handed out unconstructed. */
+    for (unsigned i = 0; i < s->constructed; i++) {
         uint8_t *p = base + (size_t)i * s->size;
         if ((on_free[i / 64] >> (i % 64) & 1) || bitmap_test((uintptr_t)p))
             continue;
-        *slab_link(s, p) = s->free; /* neither live nor free: lost mid-operation */
+        *slab_link(s, p) = s->free;
         s->free = p;
         nfree++;
     }

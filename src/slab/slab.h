@@ -108,6 +108,8 @@ struct slab {
     uint16_t cls;               /* cache id */
     uint8_t state;              /* enum slab_state, owner */
     uint16_t unlinked;          /* owner: free objects on no list (see above) */
+    uint16_t constructed;       /* owner: objects whose constructor has run (the
+                                 * carved ones but a carve in progress) */
 };
 _Static_assert(sizeof(struct slab) <= sizeof(struct page), "slab fits in its page descriptor");
 
@@ -243,8 +245,9 @@ bool slab_remote_unstick(struct slab *s);
 /* Make the counts of a slab whose owner may have stopped mid-operation (a
  * thread that did not survive fork) agree again: objects on the free list
  * are not live, carved objects neither live nor free go on the free list
- * (the unlinked ones among them), and used == carved - |free|. A free
- * list that leaves the slab is cut. */
+ * (the unlinked ones among them; those of a carve whose constructor calls
+ * had not all run stay lost instead: they may be unconstructed),
+ * and used == carved - |free|. A free list that leaves the slab is cut. */
 void slab_repair(struct slab *s);
 /* Is p the start of an object of this slab (for error messages)? */
 bool slab_is_object_start(struct slab *s, const void *p);

@@ -44,8 +44,8 @@ struct batch {
     size_t off, n;
 };
 
-static sl_lock td_lock = SL_LOCK_INIT;
-static sl_lock unmap_lock = SL_LOCK_INIT;
+static sl_lock td_lock = SL_LOCK_INIT(LOCK_TEARDOWN);
+static sl_lock unmap_lock = SL_LOCK_INIT(LOCK_UNMAP);
 static struct td_range slots[TD_SLOTS];
 static struct td_range *free_slots, *head;
 static bool slots_ready;
