@@ -5,16 +5,10 @@
  * constructor reads the options and registers the fork handlers (from a
  * constructor, not from inside malloc, since pthread_atfork may allocate).
  *
- * Lock order, taken in this order by the fork prepare handler:
- *   0 glibc's stdio list lock (_IO_list_lock), when the process has threads
- *   0' quarantine_lock (checked.c; a leaf, taken alone)
- *   0'' zero_lock (zero.c; -> meta_lock only)
- *   1 heaps_lock (heaps.c)  2 huge_lock (huge.c)  3 purge_lock (purge.c)
- *   4 page heap lock (page.c)  5 meta_lock (meta.c)
- *   6 td_lock, 7 unmap_lock (teardown.c; leaves)
- *   8 heapless_lock (heap.c; a leaf: a thread with no heap frees into
- *     another thread's slab under it, so fork never leaves a slab's
- *     remote lock to a heapless thread: slab.h)
+ * Locks: the fork prepare handler takes glibc's stdio list lock (when the
+ * process has threads), then every lock of sluice in the one order,
+ * enum lock_rank in base/lock.h (fork_locks_init checks that its list
+ * follows it).
  * The child resets them all, orphans every other thread's heap, unmaps
  * what the teardown queue held (its workers are gone), and lets the
  * reclaimer and the workers start again when they are needed.
@@ -34,6 +28,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "../base/fatal.h"
 #include "../base/lock.h"
 #include "../cache/cache.h"
 #include "../huge/huge.h"
@@ -65,8 +60,11 @@ static void fork_locks_init(void)
                                           huge_fork_lock(),    purge_fork_lock(), page_fork_lock(),
                                           meta_fork_lock(),    teardown_fork_lock(), teardown_unmap_fork_lock(),
                                           heapless_fork_lock() };
-    for (int i = 0; i < NFORK_LOCKS; i++)
+    for (int i = 0; i < NFORK_LOCKS; i++) {
         fork_locks[i] = order[i];
+        if (i && order[i - 1]->rank >= order[i]->rank)
+            sl_fatal("fork's lock list is out of the lock order at", order[i], order[i]->name, (size_t)-1);
+    }
 }
 
 /* A fork from a signal handler that interrupted this thread inside sluice
