@@ -11,6 +11,7 @@
 #include "../meta/meta.h"
 #include "../options/options.h"
 #include "../os/os.h"
+#include "../page/decay.h"
 #include "../page/page.h"
 #include "../pagemap/pagemap.h"
 #include "../stats/stats.h"
@@ -31,7 +32,7 @@ static size_t cache_bytes, cache_count, live_bytes, live_count;
  * rare enough that the call may run under it). */
 static void advise_cached(struct huge *hd, uint64_t now)
 {
-    hd->state = page_advise(hd->base, hd->map_size, sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN);
+    hd->state = page_advise(hd->base, hd->map_size, decay_target(sl_opt.purge));
     hd->state_ms = now;
 }
 
@@ -316,10 +317,10 @@ void huge_purge_decay(uint64_t now, bool force)
     lock_acquire(&huge_lock);
     for (struct huge **it = &cache; *it;) {
         struct huge *hd = *it;
-        uint64_t age = now - hd->state_ms;
-        if (hd->state == PS_DIRTY && (force || age >= dd))
+        enum decay_action due = decay_of(hd->state, hd->state_ms, now, force, dd, ld);
+        if (due == DECAY_ADVISE)
             advise_cached(hd, now);
-        else if (hd->state != PS_DIRTY && (force || age >= ld)) { /* decayed: not worth keeping */
+        else if (due == DECAY_EXPIRE) { /* decayed: not worth keeping */
             *it = hd->next;
             cache_bytes -= hd->map_size;
             cache_count--;

@@ -1,8 +1,8 @@
 /* hugify.c — hugepage-backed pageblocks (SLUICE_THP, issue 11).
  *
  * A pageblock is 2 MiB, aligned: exactly one transparent hugepage. One
- * that is dense (at most DENSE_FREE_MAX pages free) and has stayed dense
- * for HUGIFY_AGE_MS is given one:
+ * that is dense and has stayed dense long enough (the policy: decay.h's
+ * hugify_choose) is given one:
  *   - by the reclaimer, with MADV_COLLAPSE (Linux 6.1): the copy runs in
  *     the background thread, as khugepaged's would, so no allocating
  *     thread stalls on compaction;
@@ -12,7 +12,7 @@
  *   - where the kernel refuses MADV_COLLAPSE (older than 6.1, EINVAL),
  *     with MADV_HUGEPAGE as well.
  * A block whose collapse and advice the kernel both refused is tried
- * again once it has stayed dense another HUGIFY_AGE_MS, not on every pass.
+ * again once it has stayed dense another DECAY_HUGIFY_AGE_MS, not on every pass.
  * MADV_HUGEPAGE at map time (SLUICE_THP=madvise, page.c block_new) is
  * the other mechanism: every fault in a block may then stall on direct
  * compaction in the faulting thread (defrag=madvise), and a sparse block
@@ -36,11 +36,9 @@
 
 #include "../options/options.h"
 #include "../os/os.h"
+#include "decay.h"
 #include "page_heap.h"
 
-#define DENSE_FREE_MAX  (BLOCK_USABLE_PAGES * 5 / 16)
-#define SPARSE_FREE_MIN (BLOCK_USABLE_PAGES / 2)
-#define HUGIFY_AGE_MS   1000 /* dense this long: long-lived enough */
 #define HUGIFY_BATCH    32   /* blocks collapsed per pass (a boost cuts a pass short) */
 
 static _Atomic int hugify_busy;      /* one pass at a time (reset in a fork child) */
@@ -60,14 +58,14 @@ bool hugify_may_purge(struct block *b)
 {
     if (!b->thp)
         return true;
-    if (b->free_pages <= SPARSE_FREE_MIN)
+    if (!hugify_sparse(b->free_pages))
         return false;
     block_set_thp(b, false); /* sparse: not worth 2 MiB of RSS */
     stat_add(stats_global, STAT_thp_split, 1);
     return true;
 }
 
-/* Pick up to max blocks dense for HUGIFY_AGE_MS; mark them thp
+/* Pick up to max blocks dense for DECAY_HUGIFY_AGE_MS; mark them thp
  * and pinned, committed whole. Lock held. */
 static unsigned pick(uint64_t now, struct block **todo, unsigned max)
 {
@@ -75,15 +73,12 @@ static unsigned pick(uint64_t now, struct block **todo, unsigned max)
     for (struct block *b = heap.all_blocks; b; b = b->anext) {
         if (b->thp)
             continue;
-        if (b->free_pages > DENSE_FREE_MAX) {
+        enum hugify_pick c = hugify_choose(b->free_pages, b->dense_ms, now);
+        if (c == HUGIFY_NOT_DENSE)
             b->dense_ms = 0;
-            continue;
-        }
-        if (!b->dense_ms) {
+        else if (c == HUGIFY_DENSE_NOW)
             b->dense_ms = now;
-            continue;
-        }
-        if (now - b->dense_ms < HUGIFY_AGE_MS || k == max || !block_commit(b, SL_BLOCK_PAGES))
+        if (c != HUGIFY_PICK || k == max || !block_commit(b, SL_BLOCK_PAGES))
             continue;
         block_set_thp(b, true);
         b->pinned = true;
@@ -122,7 +117,7 @@ void hugify(uint64_t now, bool background, unsigned max, bool (*go_on)(void))
         b->pinned = false;
         if (r) {
             block_set_thp(b, false);
-            if (!skipped) /* refused: tried again once it has been dense HUGIFY_AGE_MS more */
+            if (!skipped) /* refused: tried again once it has been dense DECAY_HUGIFY_AGE_MS more */
                 b->dense_ms = now ? now : 1;
         } else if (collapsed)
             pages_all_dirty(b);

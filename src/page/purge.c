@@ -1,26 +1,19 @@
-/* purge.c — the purge layer for pageblock memory: free pages go dirty ->
- * lazy -> clean (block.h has the per-page states).
+/* purge.c — the purge mechanism for pageblock memory: free pages go dirty
+ * -> lazy -> clean (block.h has the per-page states), as the decay policy
+ * (decay.h: the dirty cap, the decay, the tick, the burst) decides.
  *
- * Policy (DESIGN.md layer 7):
- *   - Dirty pages are capped at an eighth of active pages (at least
- *     DIRTY_MIN_PAGES), enforced once per decay tick, only in blocks with
- *     no new dirty page for a tick (the grace), largest spans first, down
- *     to the cap. Past DIRTY_BURST times the cap (a big free) an idle
- *     reclaimer is woken, so the next tick comes soon; with no reclaimer
- *     (a single-threaded program) the freeing thread purges down to the
- *     cap itself, without the grace, at most once per tick. Enforcing the
- *     cap on every free made a program that frees and reallocates more
- *     than the cap per cycle advise the same pages over and over
- *     (measured: 139,000 MADV_FREE calls, 2x the time, on bench/sizes);
- *     so did enforcing it on every big free (17,504 calls advising 2.2 GB
- *     in 0.5 s, twice the time of SLUICE_PURGE=off, on bench/mixed).
- *     SLUICE_DIRTY_DECAY_MS=0 purges every freed run before its pages go
- *     back on the free lists.
- *   - Decay: a block's dirty pages are purged once the block has seen no
- *     new dirty page for SLUICE_DIRTY_DECAY_MS; its lazy pages are made
- *     clean once none turned lazy for SLUICE_LAZY_DECAY_MS. The reclaimer
- *     thread runs the decay; allocation slow paths run it too when it is
- *     due, so a program that never sleeps still returns memory.
+ * Why the cap is enforced once per tick and only in blocks not dirtied
+ * within it: enforcing it on every free made a program that frees and
+ * reallocates more than the cap per cycle advise the same pages over and
+ * over (measured: 139,000 MADV_FREE calls, 2x the time, on bench/sizes);
+ * so did enforcing it on every big free (17,504 calls advising 2.2 GB in
+ * 0.5 s, twice the time of SLUICE_PURGE=off, on bench/mixed). With no
+ * reclaimer (a single-threaded program) a big free purges down to the cap
+ * on the freeing thread, without the grace, at most once per tick; the
+ * allocation slow paths run the decay when it is due, so a program that
+ * never sleeps still returns memory. SLUICE_DIRTY_DECAY_MS=0 purges every
+ * freed run before its pages go back on the free lists.
+ *
  *   - Spans: maximal runs of pages in one state, coalesced across buddy
  *     chunks, largest first, one madvise each; a wholly free block is one
  *     span (one call; its clean pages are then counted in the new state).
@@ -35,12 +28,10 @@
 #include "../base/events.h"
 #include "../options/options.h"
 #include "../os/os.h"
+#include "decay.h"
 #include "page_heap.h"
 
 #define PURGE_BATCH     32  /* spans advised per lock round trip */
-#define DIRTY_MIN_PAGES 512 /* 2 MiB of dirty pages are always allowed */
-#define DIRTY_RATIO     8   /* dirty <= active / DIRTY_RATIO */
-#define DIRTY_BURST     4   /* past this many times the cap, purge at once */
 
 /* One purger at a time: spans are off the free lists while it advises
  * them, and fork's prepare handler takes this lock so a child never
@@ -324,21 +315,10 @@ static size_t purge_parked(enum page_state to, uint64_t cutoff_ms, size_t max_pa
     return done;
 }
 
-static enum page_state purge_target(void) { return sl_opt.purge == PURGE_FREE ? PS_LAZY : PS_CLEAN; }
-
-/* The decay period: a quarter of the shorter decay, 10 ms to 1 s. */
-static uint64_t decay_tick_ms(void)
-{
-    long t = sl_opt.dirty_decay_ms < sl_opt.lazy_decay_ms ? sl_opt.dirty_decay_ms : sl_opt.lazy_decay_ms;
-    t /= 4;
-    return t < 10 ? 10 : t > 1000 ? 1000 : (uint64_t)t;
-}
-
-size_t purge_dirty_cap(void)
-{
-    size_t cap = ld_relaxed(&heap.active_pages) / DIRTY_RATIO;
-    return cap < DIRTY_MIN_PAGES ? DIRTY_MIN_PAGES : cap;
-}
+/* The decay policy (decay.h) with this process's options and counts. */
+static enum page_state purge_target(void) { return decay_target(sl_opt.purge); }
+static uint64_t tick_ms(void) { return decay_tick_ms(sl_opt.dirty_decay_ms, sl_opt.lazy_decay_ms); }
+size_t purge_dirty_cap(void) { return decay_dirty_cap(ld_relaxed(&heap.active_pages)); }
 
 /* Purge dirty pages down to the cap, largest spans first, in blocks that
  * saw no new dirty page since cutoff_ms (a block being churned reuses its
@@ -363,11 +343,11 @@ static void decay(uint64_t now, bool force, bool wait)
         purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, wait);
         return;
     }
-    purge_spans(PS_DIRTY, purge_target(), now >= dd ? now - dd : 0, SIZE_MAX, wait);
-    purge_parked(purge_target(), now >= dd ? now - dd : 0, SIZE_MAX, wait);
-    enforce_cap(purgeable_dirty(), purge_dirty_cap(), now - decay_tick_ms(), wait);
+    purge_spans(PS_DIRTY, purge_target(), decay_cutoff(now, dd), SIZE_MAX, wait);
+    purge_parked(purge_target(), decay_cutoff(now, dd), SIZE_MAX, wait);
+    enforce_cap(purgeable_dirty(), purge_dirty_cap(), now - tick_ms(), wait);
     if (sl_opt.purge == PURGE_FREE)
-        purge_spans(PS_LAZY, PS_CLEAN, now >= ld ? now - ld : 0, SIZE_MAX, wait);
+        purge_spans(PS_LAZY, PS_CLEAN, decay_cutoff(now, ld), SIZE_MAX, wait);
 }
 
 void page_purge_decay(uint64_t now, bool force) { decay(now, force, true); }
@@ -395,7 +375,7 @@ void page_purge_all(void)
 static void burst_in_thread(size_t dirty)
 {
     uint64_t now = os_now_ms(), last = ld_relaxed(&last_burst_ms);
-    if (now - last < decay_tick_ms() ||
+    if (now - last < tick_ms() ||
         !atomic_compare_exchange_strong_explicit(&last_burst_ms, &last, now, memory_order_relaxed,
                                                  memory_order_relaxed))
         return;
@@ -428,12 +408,12 @@ void purge_maybe(void)
     size_t dirty = purgeable_dirty();
     if (purge_at_once())
         enforce_cap(dirty, 0, UINT64_MAX, true);
-    else if (dirty > DIRTY_BURST * purge_dirty_cap() && !purge_kick_reclaimer())
+    else if (decay_burst(dirty, purge_dirty_cap()) && !purge_kick_reclaimer())
         burst_in_thread(dirty);
     if (!dirty && !ld_relaxed(&heap.lazy_pages))
         return;
     last = ld_relaxed(&last_decay_ms);
-    if (now - last >= decay_tick_ms() &&
+    if (now - last >= tick_ms() &&
         atomic_compare_exchange_strong_explicit(&last_decay_ms, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed))
         decay(now, false, false);

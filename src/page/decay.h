@@ -1,0 +1,90 @@
+/* decay.h — the decay policy for free memory, one for pageblocks
+ * (page/purge.c) and huge mappings (huge/huge.c) alike: pure functions of
+ * the options, the counts and a clock, tested by test/unit_decay.c with a
+ * fake clock, no threads and no sleeps. The mechanisms (purge.c's spans,
+ * huge.c's cache) carry out what they decide.
+ *
+ *   free memory is dirty (resident) -> lazy (MADV_FREE: the kernel may take
+ *   it) -> clean (MADV_DONTNEED, or unmapped); SLUICE_PURGE=dontneed goes
+ *   from dirty to clean at once, SLUICE_PURGE=off never leaves dirty
+ *   - dirty memory is advised once it has been dirty for the dirty decay
+ *     (SLUICE_DIRTY_DECAY_MS, with no new dirty page in its pageblock);
+ *   - lazy memory expires (made clean; a huge mapping is unmapped) once it
+ *     has been lazy for the lazy decay (SLUICE_LAZY_DECAY_MS);
+ *   - under memory pressure (force) everything is due at once;
+ *   - the decay runs once per tick: a quarter of the shorter decay,
+ *     10 ms to 1 s;
+ *   - dirty pageblock pages are capped at an eighth of the active pages
+ *     (at least DECAY_DIRTY_MIN_PAGES), enforced once per tick in blocks
+ *     dirtied before the tick; past DECAY_DIRTY_BURST times the cap (a big
+ *     free) the reclaimer is woken, or with none the freeing thread
+ *     purges down to the cap itself.
+ */
+#ifndef SL_DECAY_H
+#define SL_DECAY_H
+
+#include "../options/options.h"
+#include "block.h"
+
+#define DECAY_DIRTY_MIN_PAGES 512 /* 2 MiB of dirty pages are always allowed */
+#define DECAY_DIRTY_RATIO     8   /* dirty <= active / DECAY_DIRTY_RATIO */
+#define DECAY_DIRTY_BURST     4   /* past this many times the cap, purge at once */
+#define DECAY_TICK_MIN_MS     10
+#define DECAY_TICK_MAX_MS     1000
+
+/* Where dirty memory goes when advised: lazy with SLUICE_PURGE=free. */
+sl_inline enum page_state decay_target(int purge_mode) { return purge_mode == PURGE_FREE ? PS_LAZY : PS_CLEAN; }
+
+/* The decay period: a quarter of the shorter decay, within bounds. */
+sl_inline uint64_t decay_tick_ms(long dirty_decay_ms, long lazy_decay_ms)
+{
+    long t = (dirty_decay_ms < lazy_decay_ms ? dirty_decay_ms : lazy_decay_ms) / 4;
+    return t < DECAY_TICK_MIN_MS ? DECAY_TICK_MIN_MS : t > DECAY_TICK_MAX_MS ? DECAY_TICK_MAX_MS : (uint64_t)t;
+}
+
+/* Memory whose state began at or before this time is due after decay_ms. */
+sl_inline uint64_t decay_cutoff(uint64_t now, uint64_t decay_ms) { return now >= decay_ms ? now - decay_ms : 0; }
+
+/* The dirty cap, in pages, for this many active pages. */
+sl_inline size_t decay_dirty_cap(size_t active_pages)
+{
+    size_t cap = active_pages / DECAY_DIRTY_RATIO;
+    return cap < DECAY_DIRTY_MIN_PAGES ? DECAY_DIRTY_MIN_PAGES : cap;
+}
+/* A free that leaves this much dirty cannot wait for the next tick. */
+sl_inline bool decay_burst(size_t dirty_pages, size_t cap) { return dirty_pages > DECAY_DIRTY_BURST * cap; }
+
+/* What is due for one piece of free memory (a cached huge mapping) in
+ * state st since state_ms. */
+enum decay_action { DECAY_KEEP, DECAY_ADVISE, DECAY_EXPIRE };
+sl_inline enum decay_action decay_of(enum page_state st, uint64_t state_ms, uint64_t now, bool force,
+                                     uint64_t dirty_decay_ms, uint64_t lazy_decay_ms)
+{
+    uint64_t age = now - state_ms;
+    if (st == PS_DIRTY)
+        return force || age >= dirty_decay_ms ? DECAY_ADVISE : DECAY_KEEP;
+    return force || age >= lazy_decay_ms ? DECAY_EXPIRE : DECAY_KEEP;
+}
+
+/* Hugepage collapse selection (hugify.c), the same kind of policy: a
+ * pageblock is collapsed once it has been dense (at most
+ * DECAY_DENSE_FREE_MAX pages free) for DECAY_HUGIFY_AGE_MS, long-lived
+ * enough to pay for 2 MiB of resident memory; one that turns sparse (more
+ * than half free) loses the hugepage and may be purged. dense_ms is when
+ * it was first seen dense (0: not dense). */
+#define DECAY_DENSE_FREE_MAX  (BLOCK_USABLE_PAGES * 5 / 16)
+#define DECAY_SPARSE_FREE_MIN (BLOCK_USABLE_PAGES / 2)
+#define DECAY_HUGIFY_AGE_MS   1000
+enum hugify_pick { HUGIFY_NOT_DENSE, HUGIFY_DENSE_NOW, HUGIFY_TOO_YOUNG, HUGIFY_PICK };
+sl_inline enum hugify_pick hugify_choose(size_t free_pages, uint64_t dense_ms, uint64_t now)
+{
+    if (free_pages > DECAY_DENSE_FREE_MAX)
+        return HUGIFY_NOT_DENSE;
+    if (!dense_ms)
+        return HUGIFY_DENSE_NOW;
+    return now - dense_ms < DECAY_HUGIFY_AGE_MS ? HUGIFY_TOO_YOUNG : HUGIFY_PICK;
+}
+/* May a hugepage block's free pages be purged? Only once it is sparse. */
+sl_inline bool hugify_sparse(size_t free_pages) { return free_pages > DECAY_SPARSE_FREE_MIN; }
+
+#endif

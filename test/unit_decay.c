@@ -1,0 +1,51 @@
+/* Unit: the decay policy (src/page/decay.h) as pure functions with a fake
+ * clock: where advised memory goes, the tick, the cutoffs, the dirty cap
+ * and the burst, what is due for one cached huge mapping (dirty, lazy,
+ * clean, forced), and hugepage collapse selection (dense for long enough,
+ * sparse again). No threads, no sleeps. */
+#include "../src/page/decay.h"
+#include "t.h"
+
+int main(void)
+{
+    CHECK_EQ(decay_target(PURGE_FREE), PS_LAZY);
+    CHECK_EQ(decay_target(PURGE_DONTNEED), PS_CLEAN);
+
+    /* the tick: a quarter of the shorter decay, 10 ms to 1 s */
+    CHECK_EQ(decay_tick_ms(10000, 40000), 1000);
+    CHECK_EQ(decay_tick_ms(400, 2000), 100);
+    CHECK_EQ(decay_tick_ms(2000, 400), 100);
+    CHECK_EQ(decay_tick_ms(0, 1000), 10);
+
+    /* cutoffs: what began at or before now - decay is due */
+    CHECK_EQ(decay_cutoff(5000, 1000), 4000);
+    CHECK_EQ(decay_cutoff(500, 1000), 0); /* early in the process: nothing yet */
+
+    /* the dirty cap: an eighth of active pages, at least 2 MiB */
+    CHECK_EQ(decay_dirty_cap(0), DECAY_DIRTY_MIN_PAGES);
+    CHECK_EQ(decay_dirty_cap(80000), 10000);
+    CHECK(!decay_burst(40000, 10000));
+    CHECK(decay_burst(40001, 10000));
+
+    /* one cached huge mapping, with a fake clock: dirty 1 s, lazy 10 s */
+    uint64_t t0 = 100000;
+    CHECK_EQ(decay_of(PS_DIRTY, t0, t0 + 999, false, 1000, 10000), DECAY_KEEP);
+    CHECK_EQ(decay_of(PS_DIRTY, t0, t0 + 1000, false, 1000, 10000), DECAY_ADVISE);
+    CHECK_EQ(decay_of(PS_LAZY, t0, t0 + 9999, false, 1000, 10000), DECAY_KEEP);
+    CHECK_EQ(decay_of(PS_LAZY, t0, t0 + 10000, false, 1000, 10000), DECAY_EXPIRE);
+    CHECK_EQ(decay_of(PS_CLEAN, t0, t0 + 10000, false, 1000, 10000), DECAY_EXPIRE);
+    CHECK_EQ(decay_of(PS_DIRTY, t0, t0, true, 1000, 10000), DECAY_ADVISE); /* pressure */
+    CHECK_EQ(decay_of(PS_LAZY, t0, t0, true, 1000, 10000), DECAY_EXPIRE);
+    CHECK_EQ(decay_of(PS_DIRTY, t0, t0, false, 0, 0), DECAY_ADVISE); /* decay 0: at once */
+
+    /* collapse selection: dense, then dense for DECAY_HUGIFY_AGE_MS */
+    CHECK_EQ(hugify_choose(DECAY_DENSE_FREE_MAX + 1, 0, t0), HUGIFY_NOT_DENSE);
+    CHECK_EQ(hugify_choose(DECAY_DENSE_FREE_MAX + 1, t0, t0 + 5000), HUGIFY_NOT_DENSE);
+    CHECK_EQ(hugify_choose(DECAY_DENSE_FREE_MAX, 0, t0), HUGIFY_DENSE_NOW);
+    CHECK_EQ(hugify_choose(10, t0, t0 + DECAY_HUGIFY_AGE_MS - 1), HUGIFY_TOO_YOUNG);
+    CHECK_EQ(hugify_choose(10, t0, t0 + DECAY_HUGIFY_AGE_MS), HUGIFY_PICK);
+    CHECK(!hugify_sparse(DECAY_SPARSE_FREE_MIN));
+    CHECK(hugify_sparse(DECAY_SPARSE_FREE_MIN + 1));
+    CHECK(DECAY_DENSE_FREE_MAX < DECAY_SPARSE_FREE_MIN); /* a gap: no flapping */
+    return t_done("unit_decay");
+}
