@@ -1,4 +1,5 @@
-/* page.c — the shared page heap and the per-thread page caches.
+/* page.c — the shared page heap: pageblocks, their buddy lists and life
+ * (the per-thread page caches in front of it: pcache.c).
  *
  * Shared state is guarded by page_heap.lock (a leaf lock). A block is on at
  * most one list: lists[type][o] while the largest free chunk it has is of
@@ -25,7 +26,7 @@
 
 struct page_heap heap = { .lock = SL_LOCK_INIT(LOCK_PAGE_HEAP) };
 
-static void list_unlink(struct block *b)
+void list_unlink(struct block *b)
 {
     if (b->list == LIST_NONE)
         return;
@@ -55,7 +56,7 @@ static void list_link(struct block *b, uint8_t list)
         heap.nfree_blocks++;
 }
 
-static void set_type(struct block *b, enum pb_type type)
+void set_type(struct block *b, enum pb_type type)
 {
     heap.blocks_by_type[b->type]--;
     __atomic_store_n(&b->type, (uint8_t)type, __ATOMIC_RELAXED); /* page_free reads it unlocked */
@@ -108,7 +109,6 @@ static void blocks_release(struct block *l, bool may_start)
 
 static __thread unsigned gathering;
 
-static void boost_wake(void);
 
 void heap_unlock(void)
 {
@@ -260,7 +260,7 @@ static struct block *block_new(enum pb_type type, unsigned order)
     return b;
 }
 
-static struct block *find_in_type(enum pb_type type, unsigned order)
+struct block *find_in_type(enum pb_type type, unsigned order)
 {
     for (unsigned o = order; o < NBUCKETS; o++)
         if (heap.lists[type][o])
@@ -277,79 +277,6 @@ void page_set_budget(size_t bytes)
 
 /* Would one more pageblock take the heap past its budget? (lock held) */
 static bool over_budget(void) { return heap.budget && (heap.nblocks + 1) * SL_BLOCK > heap.budget; }
-
-/* ---- watermarks and boost (the policy: antifrag.h; the work: reclaim/boost.c) */
-
-static size_t budget_blocks(void) { return heap.budget / SL_BLOCK; }
-size_t page_budget_blocks(void) { return __atomic_load_n(&heap.budget, __ATOMIC_RELAXED) / SL_BLOCK; }
-static size_t headroom(void) { return af_headroom(budget_blocks(), heap.nblocks, heap.nfree_blocks); }
-
-_Atomic uint32_t page_boost_gen_word;
-
-/* An external fragmentation event: the boost rises, the reclaimer wakes. */
-static void boost_event(void)
-{
-    if (!sl_opt.boost || !heap.budget)
-        return;
-    af_boost_raise(&heap.boost, budget_blocks(), os_now_ms());
-    heap.boost_wake = true;
-    stat_add(stats_global, STAT_boost_events, 1);
-}
-
-/* After a block was taken: is the headroom under the low watermark? */
-static void wmark_check(void)
-{
-    if (sl_opt.boost && heap.budget && af_below_low(headroom(), budget_blocks(), af_boost_level(&heap.boost, os_now_ms())))
-        heap.boost_wake = true;
-}
-
-size_t page_boost_deficit(bool *urgent)
-{
-    lock_acquire(&heap.lock);
-    size_t want = 0;
-    if (sl_opt.boost && heap.budget)
-        want = af_deficit(headroom(), budget_blocks(), af_boost_level(&heap.boost, os_now_ms()), urgent);
-    else if (urgent)
-        *urgent = false;
-    heap_unlock();
-    return want;
-}
-
-void page_boost_ask_owners(void) { atomic_fetch_add_explicit(&page_boost_gen_word, 1, memory_order_relaxed); }
-
-/* Outside the lock: wake the reclaimer; with none, ask the owners (and,
- * through the slab layer's hook, the first of them) to do the work. */
-static void boost_wake(void)
-{
-    if (!purge_kick_reclaimer())
-        page_boost_ask_owners();
-}
-
-/* A piece of another type's block with a free chunk of `order`, in the
- * fallback table's order (antifrag.h): an external fragmentation event,
- * counted, serious or not; the boost rises; a block at least half free is
- * re-typed to the taker (its runs keep their own kind: a run's head says
- * what it is, and cache_stack keeps it out of the wrong cache). Lock held;
- * NULL if no other type has room. */
-static struct block *block_fallback(enum pb_type type, unsigned order)
-{
-    for (unsigned i = 0; i < 2; i++) {
-        enum pb_type victim = af_fallbacks[type][i];
-        struct block *b = find_in_type(victim, order);
-        if (!b)
-            continue;
-        stat_add(stats_global, STAT_extfrag, 1);
-        if (af_serious(type, victim))
-            stat_add(stats_global, STAT_extfrag_serious, 1);
-        boost_event();
-        if (af_steal_whole(b->free_pages)) {
-            list_unlink(b);
-            set_type(b, type);
-        }
-        return b;
-    }
-    return NULL;
-}
 
 /* Find a block of `type` with a free chunk of `order`, in the order of
  * page.h, the shared run cache flushed before anything past step 1. Lock
@@ -384,7 +311,7 @@ static struct block *find_block(enum pb_type type, unsigned order)
 
 /* Take a run of n pages aligned to 2^align_order pages; *clean says
  * whether every page of it is known to read as zero. Lock held. */
-static void *take_locked(enum pb_type type, unsigned n, unsigned align_order, enum page_kind kind, bool *clean)
+void *take_locked(enum pb_type type, unsigned n, unsigned align_order, enum page_kind kind, bool *clean)
 {
     void *r;
     if (kind == PG_RUN && !align_order && (r = runcache_take(n)))
@@ -423,188 +350,10 @@ void run_give_locked(void *run, enum page_state st)
 
 /* A freed run leaves the thread: parked whole in the shared run cache, or
  * back to the buddy lists, dirty. Lock held. */
-static void release_locked(void *run)
+void release_locked(void *run)
 {
     if (!runcache_park(run))
         run_give_locked(run, PS_DIRTY);
-}
-
-/* Which stack of the page cache a run of head kind `kind` in a block of
- * type `type` belongs on, or -1 if it is not cached. A stack holds one kind
- * only, so a run handed out from it already carries the kind its new holder
- * asked for: the kind is derived from the run itself, never from the block,
- * whose type may have changed (a fallback re-types a block that still holds
- * runs). A run whose block is no longer of its kind's own type goes back to
- * the shared heap instead, so that the cache does not keep pieces of a
- * re-typed block apart from it. */
-static int cache_stack(enum pb_type type, enum page_kind kind)
-{
-    if (kind != PG_SLAB && kind != PG_RUN)
-        return -1;
-    int ct = kind == PG_RUN;
-    /* SLUICE_ANTIFRAG=0: every block is of one type (page_alloc) */
-    return type == (ct ? PB_RUN : PB_SLAB) || !sl_opt.antifrag ? ct : -1;
-}
-
-/* A medium run a little longer than n pages parked in the cache: the
- * shortest of n + 1 .. n + n / PCACHE_FIT_DIV pages, or 0. Medium lengths
- * vary with the requests, so an exact match is rare; handing out a run up
- * to a quarter longer whole (its head keeps its real length: usable size,
- * resize and free all see it) saves a trip to the shared heap and a buddy
- * split and merge. Measured on 1000 live runs of 32-256 KiB replaced at
- * random (callgrind, bench_sizes 0.5 4 less bench_sizes 0.25 4): 1,222 ->
- * 789 instructions per replacement; page-heap refills halved. Runs of 4-7
- * pages (16-28 KiB) may take one page more too: with PCACHE_DEPTH 16 (was
- * 8), 4-32 KiB objects replaced at random (bench_sizes 0.5 3 less 0.25 3)
- * went from 336 to 282 instructions a replacement, page-heap refills from
- * 64,444 to 17,593 and drains from 16,406 to 2,176 (bench_sizes 1 3). */
-static unsigned pcache_fit(struct page_cache *pc, int ct, unsigned n)
-{
-    if (ct != PCACHE_RUNS || n >= PCACHE_MAX_PAGES)
-        return 0;
-    unsigned hi = n + n / PCACHE_FIT_DIV;
-    if (hi > PCACHE_MAX_PAGES)
-        hi = PCACHE_MAX_PAGES;
-    uint64_t want = pc->nonempty[ct] >> n; /* bit 0: n + 1 pages */
-    want &= hi - n >= 64 ? ~0ull : (1ull << (hi - n)) - 1;
-    return want ? n + 1 + (unsigned)__builtin_ctzll(want) : 0;
-}
-
-/* Refill the cache for (type, n): slabs, whose lengths repeat, with a
- * batch taken under one lock; medium runs, whose lengths vary with the
- * requests, one at a time. Measured (callgrind) on 1000 live runs of
- * 32-256 KiB replaced at random: batches park runs that are rarely asked
- * for. Instructions per replacement, by per-thread budget: 1 MiB 1,607
- * with batches, 1,351 without; 2 MiB 1,178 without; 4 MiB 3,038 with
- * batches, 913 without. 4 MiB also cost bench/realloc 1.6 MB of peak RSS
- * (8.4 -> 10.0 MB); 2 MiB costs 0.6 MB. A
- * cached run keeps its head kind (stack 0: PG_SLAB, stack 1: PG_RUN):
- * descriptors are only ever written under the lock or by a live run's
- * owner, so the buddy code of other threads never races with a write. */
-static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum pb_type type, unsigned n,
-                                            enum page_kind kind)
-{
-    unsigned batch = PCACHE_SLAB_BATCH;
-    if (batch * n > PCACHE_BUDGET / 4 || ct == PCACHE_RUNS)
-        batch = 1;
-    void *first;
-    bool clean;
-    lock_acquire(&heap.lock);
-    first = take_locked(type, n, 0, kind, &clean);
-    for (unsigned i = 1; first && i < batch; i++) {
-        void *r = take_locked(type, n, 0, kind, &clean);
-        if (!r)
-            break;
-        pcache_push(pc, ct, n, r);
-    }
-    heap_unlock();
-    if (pc->stats)
-        stat_add(pc->stats, STAT_pcache_refill, 1);
-    if (unlikely(sl_opt.publish)) /* a program that only allocates still gets its timeline */
-        purge_maybe();
-    return first;
-}
-
-void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t align_pages, enum page_kind kind,
-                 bool *clean)
-{
-    bool dummy;
-    if (!clean)
-        clean = &dummy;
-    *clean = false;
-    if (!sl_opt.antifrag)
-        type = PB_SLAB; /* grouping off: one type for all */
-    if (npages > BLOCK_USABLE_PAGES || npages == 0) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    int ct = cache_stack(type, kind);
-    unsigned n = (unsigned)npages;
-    if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES && align_pages <= 1) {
-        if (pc->count[ct][n])
-            return pcache_pop(pc, ct, n); /* of `kind`: a stack holds one kind (cache_stack) */
-        unsigned m = pcache_fit(pc, ct, n);
-        if (m)
-            return pcache_pop(pc, ct, m);
-        void *r = pcache_refill_slow(pc, ct, type, n, kind);
-        if (!r)
-            errno = ENOMEM;
-        return r;
-    }
-    lock_acquire(&heap.lock);
-    void *r = take_locked(type, n, log2_ceil(align_pages ? align_pages : 1), kind, clean);
-    heap_unlock();
-    if (!r)
-        errno = ENOMEM;
-    purge_maybe();
-    return r;
-}
-
-/* Give back, under one lock, half of the (ct, n) stack (all stacks when
- * n == 0), then the largest runs first until at most `budget` pages stay. */
-static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned budget)
-{
-    lock_acquire(&heap.lock);
-    if (n) {
-        unsigned keep = pc->count[ct][n] / 2;
-        while (pc->count[ct][n] > keep)
-            release_locked(pcache_pop(pc, ct, n));
-    }
-    while (pc->pages > budget) { /* the largest parked run of either stack type */
-        int t = pc->nonempty[1] > pc->nonempty[0]; /* the larger mask has the higher top bit */
-        release_locked(pcache_pop(pc, t, log2_floor(pc->nonempty[t]) + 1));
-    }
-    heap_unlock();
-    if (pc->stats)
-        stat_add(pc->stats, STAT_pcache_drain, 1);
-    purge_maybe();
-}
-
-void page_cache_drain(struct page_cache *pc) { pcache_drain(pc, 0, 0, 0); }
-
-void page_cache_forget(struct page_cache *pc)
-{
-    memset(pc->count, 0, sizeof pc->count);
-    pc->nonempty[0] = pc->nonempty[1] = 0;
-    __atomic_store_n(&pc->pages, 0, __ATOMIC_RELAXED);
-}
-
-/* page_free when the run's stack is full or the cache is over its budget,
- * or the run is not one to cache. */
-static sl_noinline void page_free_slow(struct page_cache *pc, void *run, unsigned n, int ct)
-{
-    /* purging at once (SLUICE_DIRTY_DECAY_MS=0) means no run is parked */
-    if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES && !purge_at_once()) {
-        if (pc->count[ct][n] == PCACHE_DEPTH)
-            pcache_drain(pc, ct, n, PCACHE_BUDGET);
-        else if (pc->pages + n > PCACHE_BUDGET)
-            pcache_drain(pc, ct, 0, PCACHE_BUDGET / 2);
-        pcache_push(pc, ct, n, run);
-        return;
-    }
-    /* purging at once (SLUICE_DIRTY_DECAY_MS=0): advise before the pages
-     * are free, outside the lock */
-    bool at_once = purge_at_once();
-    enum page_state st = at_once ? purge_range(run, (size_t)n << SL_PAGE_SHIFT) : PS_DIRTY;
-    lock_acquire(&heap.lock);
-    if (at_once)
-        run_give_locked(run, st);
-    else
-        release_locked(run);
-    heap_unlock();
-    purge_maybe();
-}
-
-void page_free(struct page_cache *pc, void *run)
-{
-    struct page *pg = page_of(run);
-    unsigned n = pg->h.npages;
-    int ct = cache_stack((enum pb_type)__atomic_load_n(&block_of(run)->type, __ATOMIC_RELAXED),
-                         (enum page_kind)pg->h.kind);
-    if (likely(pc && ct >= 0 && n <= PCACHE_MAX_PAGES && pc->count[ct][n] < PCACHE_DEPTH &&
-               pc->pages + n <= PCACHE_BUDGET && !purge_at_once()))
-        return pcache_push(pc, ct, n, run);
-    page_free_slow(pc, run, n, ct);
 }
 
 bool page_resize(void *run, size_t new_npages)

@@ -89,6 +89,24 @@ bool hugify_may_purge(struct block *b);
 void hugify(uint64_t now_ms, bool background, unsigned max, bool (*go_on)(void));
 void hugify_fork_child(void);
 
+/* page.c, for fallback.c: a block leaves its list; it changes type; the
+ * first block of type with a free chunk of order at least order. */
+void list_unlink(struct block *b);
+void set_type(struct block *b, enum pb_type type);
+struct block *find_in_type(enum pb_type type, unsigned order);
+/* fallback.c, for page.c (lock held, but boost_wake: after it): a piece of
+ * another type's block (an extfrag event), NULL if none; after a block was
+ * taken, wake reclaim under the low watermark; wake it (or the owners). */
+struct block *block_fallback(enum pb_type type, unsigned order);
+void wmark_check(void);
+void boost_wake(void);
+
+/* page.c, for pcache.c: take a run of n pages aligned to 2^align_order
+ * pages (*clean: every page reads as zero), and give one back (parked whole
+ * in the shared run cache, or to the buddy lists, dirty). Lock held. */
+void *take_locked(enum pb_type type, unsigned n, unsigned align_order, enum page_kind kind, bool *clean);
+void release_locked(void *run);
+
 /* purge.c */
 void purge_forget(struct block *b); /* b is being unmapped */
 /* Pages [first, first + n) of b became free in state st / were taken. */

@@ -12,6 +12,8 @@ void slab_list_unlink(struct slab **head, struct slab *s);
 void slab_release(struct heap *h, struct slab *s, struct page_cache *pc);
 void take_notified(struct heap *h);
 void take_woken(struct heap *h, unsigned id);
+/* heap.c: lay out h's idle magazine of class cls, empty, at its depth. */
+void mag_layout(struct heap *h, unsigned cls);
 /* heaps.c: the list of every heap (all_next), for heap_check.c, under
  * heaps_lock. */
 void heaps_lock_for_check(void);

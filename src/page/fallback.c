@@ -1,0 +1,84 @@
+/* fallback.c — the anti-fragmentation mechanism: the fallback steal, the
+ * watermark check after a block is taken, the boost's event and its wake.
+ * What to do is decided by antifrag.h's pure functions; this file does it
+ * under the page heap lock (the wake runs after it, from heap_unlock). The
+ * boost's work of winning blocks back is reclaim/boost.c's.
+ */
+#include "page_heap.h"
+
+#include "../options/options.h"
+#include "../os/os.h"
+
+/* ---- watermarks and boost (the policy: antifrag.h; the work: reclaim/boost.c) */
+
+static size_t budget_blocks(void) { return heap.budget / SL_BLOCK; }
+size_t page_budget_blocks(void) { return __atomic_load_n(&heap.budget, __ATOMIC_RELAXED) / SL_BLOCK; }
+static size_t headroom(void) { return af_headroom(budget_blocks(), heap.nblocks, heap.nfree_blocks); }
+
+_Atomic uint32_t page_boost_gen_word;
+
+/* An external fragmentation event: the boost rises, the reclaimer wakes. */
+static void boost_event(void)
+{
+    if (!sl_opt.boost || !heap.budget)
+        return;
+    af_boost_raise(&heap.boost, budget_blocks(), os_now_ms());
+    heap.boost_wake = true;
+    stat_add(stats_global, STAT_boost_events, 1);
+}
+
+/* After a block was taken: is the headroom under the low watermark? */
+void wmark_check(void)
+{
+    if (sl_opt.boost && heap.budget && af_below_low(headroom(), budget_blocks(), af_boost_level(&heap.boost, os_now_ms())))
+        heap.boost_wake = true;
+}
+
+size_t page_boost_deficit(bool *urgent)
+{
+    lock_acquire(&heap.lock);
+    size_t want = 0;
+    if (sl_opt.boost && heap.budget)
+        want = af_deficit(headroom(), budget_blocks(), af_boost_level(&heap.boost, os_now_ms()), urgent);
+    else if (urgent)
+        *urgent = false;
+    heap_unlock();
+    return want;
+}
+
+void page_boost_ask_owners(void) { atomic_fetch_add_explicit(&page_boost_gen_word, 1, memory_order_relaxed); }
+
+/* Outside the lock: wake the reclaimer; with none, ask the owners (and,
+ * through the slab layer's hook, the first of them) to do the work. */
+void boost_wake(void)
+{
+    if (!purge_kick_reclaimer())
+        page_boost_ask_owners();
+}
+
+/* A piece of another type's block with a free chunk of `order`, in the
+ * fallback table's order (antifrag.h): an external fragmentation event,
+ * counted, serious or not; the boost rises; a block at least half free is
+ * re-typed to the taker (its runs keep their own kind: a run's head says
+ * what it is, and cache_stack keeps it out of the wrong cache). Lock held;
+ * NULL if no other type has room. */
+struct block *block_fallback(enum pb_type type, unsigned order)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        enum pb_type victim = af_fallbacks[type][i];
+        struct block *b = find_in_type(victim, order);
+        if (!b)
+            continue;
+        stat_add(stats_global, STAT_extfrag, 1);
+        if (af_serious(type, victim))
+            stat_add(stats_global, STAT_extfrag_serious, 1);
+        boost_event();
+        if (af_steal_whole(b->free_pages)) {
+            list_unlink(b);
+            set_type(b, type);
+        }
+        return b;
+    }
+    return NULL;
+}
+

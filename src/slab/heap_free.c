@@ -1,0 +1,306 @@
+/* heap_free.c — the free slow paths of the slab layer: past the magazine
+ * (full, idle, growing), a medium run's free, a free by a thread that does
+ * not own the object (batched, or at once), and the reports of misuse. The
+ * free fast path is heap.h's heap_free_block_tagged; which state a freed
+ * object can be in, and what catches a second free in each, is
+ * free_state.c's.
+ */
+#define _GNU_SOURCE
+#include "heap.h"
+
+#include <string.h>
+
+#include "../base/events.h"
+#include "../base/fatal.h"
+#include "heap_lists.h"
+
+/* An empty slab s on the partial list goes back to the page layer unless
+ * the list is short: one empty slab stays as a spare, so a cache that
+ * oscillates around a slab boundary does not rebuild a slab on every
+ * other call; after a bulk free, up to SLAB_SPARE_BYTES of its cache's
+ * slabs do, so a batch that empties whole slabs does not rebuild them when
+ * as many objects are allocated again (one by one, the magazine keeps a
+ * slab from emptying). Spares go back with the other empty slabs at a
+ * thread's exit, sl_purge and a watermark boost (heaps.c reclaim_id). */
+#define SLAB_SPARE_BYTES (64u << 10)
+static bool slab_spare_room(struct heap *h, struct slab *s, bool bulk)
+{
+    unsigned keep = bulk ? SLAB_SPARE_BYTES / ((unsigned)slab_geom[s->cls].pages << SL_PAGE_SHIFT) : 1, n = 0;
+    for (struct slab *t = *heap_partial(h, s->cls); t; t = t->next)
+        if (++n > (keep ? keep : 1))
+            return false;
+    return true;
+}
+
+/* The owner freed into s and its freelist had been empty, or s became empty. */
+void heap_free_local_slow(struct heap *h, struct slab *s, bool bulk)
+{
+    if (s->state == SLAB_FULL) {
+        uint32_t expected = SLAB_FULL_BIT;
+        bool cleared = atomic_compare_exchange_strong_explicit(slab_remote(s), &expected, 0, memory_order_relaxed,
+                                                               memory_order_relaxed);
+        if (s->cls >= SL_NCLASSES) {
+            /* off the full list either way; a wake-up counted for it by a
+             * remote freer only costs take_woken a longer scan */
+            slab_list_unlink(heap_full(h, s->cls), s);
+            partial_push(h, s);
+        } else if (cleared) {
+            partial_push(h, s);
+        } else {
+            s->state = SLAB_NOTIFY; /* a remote freer is pushing it to notify */
+        }
+    }
+    if (!s->used && s->state == SLAB_PARTIAL && !slab_spare_room(h, s, bulk))
+        slab_release(h, s, &h->pcache);
+}
+
+void heap_mag_flush_class(struct heap *h, unsigned cls)
+{
+    void **top = h->mag_top[cls];
+    mag_set(h, cls, MAG_IDLE);
+    for (; *top; top++) {
+        void *p = *top; /* keeps the cookie: free, on its slab (free_state.c) */
+        bitmap_clear_owner((uintptr_t)p);
+        slab_push_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p);
+    }
+}
+
+void heap_mag_flush(struct heap *h)
+{
+    for (unsigned c = 0; c < SL_NCLASSES; c++)
+        heap_mag_flush_class(h, c);
+}
+
+/* A free of p, a malloc-class object start, by a thread that does not own
+ * its slab: its second word gets the cookie, the mark that the owner's
+ * collect checks (heap.h). Written, not read: the object's line is
+ * usually in its owner's cache, and a store waits for it in the store
+ * buffer where a load would stall the free. */
+static void remote_mark(void *p) { *mag_cookie(p) = __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED); }
+
+/* Free of the run whose head descriptor is pg, at p (run_head_at): live
+ * while pg->run.req is nonzero (block.h); the exchange lets one of two
+ * racing frees through, and a head that is not live (a run parked in a
+ * page cache) is a double free. */
+static void run_free(void *p, struct page *pg)
+{
+    if (!__atomic_exchange_n(&pg->run.req, 0, __ATOMIC_RELAXED))
+        heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
+    struct heap *h = tls_heap;
+    if (likely(h != &heap_empty) && page_cache_push_run(&h->pcache, p, pg)) {
+        stat_add(h->stats, STAT_free_medium, 1);
+        return;
+    }
+    heap_count(h, STAT_free_medium, 1);
+    page_free(h == &heap_empty ? NULL : &h->pcache, p);
+}
+
+/* Remote frees by threads that could get no heap (lock order: init.c). */
+static sl_lock heapless_lock = SL_LOCK_INIT(LOCK_HEAPLESS);
+sl_lock *heapless_fork_lock(void) { return &heapless_lock; }
+
+/* Free of a live slab object (validated) of any cache: by its owner with no
+ * atomics, else into the remote-free bitmap (slab.h). */
+void heap_free_object(struct slab *s, void *p)
+{
+    struct heap *h = tls_heap;
+    /* a thread that only frees (a consumer) gets a heap too, so its counts
+     * stay thread-local instead of contending on a global atomic */
+    if (h == &heap_empty && heap_get_slow())
+        h = tls_heap;
+    uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
+    if (owner == slab_owner_word(h, s->cls)) {
+        /* nothing is written into p here: checked mode frees its blocks
+         * this way, and their second word is its header's */
+        if (s->cls < SL_NCLASSES)
+            heap_free_hint_check(p, s);
+        else if (slab_freed_remotely(s, (uintptr_t)p))
+            heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
+        _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
+        return heap_free_owned(h, s, p, slab_link(s, p), w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
+    }
+    heap_count(h, STAT_free_remote, 1);
+    if (s->cls < SL_NCLASSES) {
+        heap_free_hint_check(p, s);
+        remote_mark(p);
+    }
+    if (h == &heap_empty) { /* no heap, so no slot for the remote lock: a lock fork takes */
+        lock_acquire(&heapless_lock);
+        bool was_full = slab_free_remote(s, p, NULL);
+        lock_release(&heapless_lock);
+        if (was_full)
+            heap_wake(owner, s);
+        return;
+    }
+    if (slab_free_remote(s, p, &h->remote_held))
+        heap_wake(owner, s);
+}
+
+
+/* A burst of frees: MAG_BURST frees in a row found h's magazine of class
+ * cls full, with no malloc between them (a program that frees a batch
+ * larger than the magazine, to allocate as many again: tcmalloc's thread
+ * cache lists grow on the same pattern). The magazine doubles, up to its
+ * room (size_class.h), so the next such batch stays on the fast paths;
+ * mag_layout takes it back to its class's depth once it is emptied. Frees
+ * and mallocs that alternate (a random walk that meets the full magazine
+ * now and then) never grow it: a deeper magazine spreads their pushes and
+ * pops over more lines (with every magazine at its room, bench_slots took
+ * 0.1915 s against 0.1712, medians of 11 interleaved runs). false: it is
+ * at its room already. */
+#define MAG_BURST 64
+static bool mag_grow(struct heap *h, unsigned cls)
+{
+    uint32_t now = (uint32_t)ld_relaxed(&h->stats[STAT_alloc_small]);
+    if (now != h->mag_seen[cls]) {
+        h->mag_seen[cls] = now;
+        h->mag_burst[cls] = 0;
+        return false;
+    }
+    if (++h->mag_burst[cls] < MAG_BURST || mag_depth(h, cls) == class_mag_room[cls])
+        return false;
+    __atomic_store_n(mag_mark(h, cls), NULL, __ATOMIC_RELAXED); /* a stale slot now, as any below the top */
+    h->mag_shift[cls]++;
+    __atomic_store_n(mag_mark(h, cls), MAG_LIMIT, __ATOMIC_RELAXED);
+    h->mag_burst[cls] = 0;
+    return true;
+}
+
+void heap_free_mag_full_slow(struct heap *h, void *p)
+{
+    unsigned cls = ld_relaxed(page_tag((uintptr_t)p)) & ((1u << TAG_PAGE_SHIFT) - 1);
+    if (h->mag_top[cls] == MAG_IDLE) {
+        mag_layout(h, cls);
+        return heap_mag_push(h, p, cls);
+    }
+    if (mag_grow(h, cls))
+        return heap_mag_push(h, p, cls);
+    _Atomic uint64_t *w = bitmap_word((uintptr_t)p);
+    *mag_cookie(p) = h->cookie; /* free, on its slab (free_state.c) */
+    heap_free_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p, w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
+}
+
+void heap_free_block_now(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    struct page *run = run_head_at(a);
+    if (run)
+        return run_free(p, run);
+    if (!bitmap_test(a)) {
+        if (sl_events.checked_free) /* checked mode: its pointers have no live bit */
+            return sl_events.checked_free(p);
+        heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
+    }
+    heap_free_object(slab_of_page(page_head(page_of(p))), p);
+}
+
+/* A free of another heap's malloc-class object (page tag t, h this
+ * thread's heap): batched, unread but for the double-free hint (the
+ * owner's bitmap line is not read: whether it is live, the owner checks
+ * when it takes it). It must be an object start of its slab (the page tag
+ * gives both), so the mark lands in no other object (past the last object,
+ * in the slab's tail, it lands in no object at all). */
+static void free_remote_batched(struct heap *h, void *p, uint32_t t)
+{
+    if (unlikely(!class_object_start(t & ((1u << TAG_PAGE_SHIFT) - 1), (uint32_t)((uintptr_t)p - tag_slab_head(p, t)))))
+        heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
+    heap_free_hint_check(p, slab_of_page(page_of((void *)tag_slab_head(p, t))));
+    remote_mark(p);
+    remote_batch_add(h, p, t);
+}
+
+/* The free slow path: what free's fast path (heap.h) did not take, by what
+ * p is:
+ *   - a medium run (no malloc slab's page tag, a run's head): run_free;
+ *   - another heap's malloc-class object: free_remote_batched (a thread
+ *     that only frees, a consumer, gets a heap for it; checked mode frees
+ *     at once);
+ *   - anything else, validated first (heap_free_block_now): an object of
+ *     this heap's slab past a full magazine or of a user cache, by its
+ *     owner or unbatched by another thread; checked mode's block; a bad
+ *     pointer, reported. */
+void heap_free_block_slow(void *p, uint32_t x)
+{
+    struct heap *h = tls_heap;
+    uint32_t t = x ^ h->tag; /* the page tag (tag_relative undone) */
+    struct page *run;
+    if (!t && (run = run_head_at((uintptr_t)p)))
+        return run_free(p, run);
+    if (t && !sl_events.checked_free) {
+        if (h == &heap_empty && heap_get_slow())
+            h = tls_heap; /* maybe an orphan taken over whole: p may be its own */
+        if (h != &heap_empty && tag_relative(h, t) >= TAG_MINE_LIMIT)
+            return free_remote_batched(h, p, t);
+    }
+    heap_free_block_now(p);
+}
+
+/* ---- misuse ------------------------------------------------------------ */
+
+void heap_free_to_cache(unsigned id, void *p)
+{
+    uintptr_t a = (uintptr_t)p, e = pagemap_get(a);
+    if ((e & PM_BLOCK) && block_live(a)) {
+        struct page *head = page_head(page_of(p));
+        struct slab *s = head->h.kind == PG_SLAB ? slab_of_page(head) : NULL;
+        if (s && s->cls == id)
+            return heap_free_object(s, p);
+        heap_wrong_cache_free(id, s, p);
+    }
+    if (e & (PM_HUGE | PM_ZERO))
+        heap_wrong_cache_free(id, NULL, p);
+    heap_bad_free(p, e, "free");
+}
+
+_Noreturn sl_cold void heap_wrong_cache_free(unsigned id, struct slab *s, const void *p)
+{
+    char what[160];
+    size_t n = 0;
+    const char *parts[] = { "sl_cache_free to cache '", slab_geom[id].name, "' of" };
+    for (size_t i = 0; i < 3; i++) {
+        size_t l = strnlen(parts[i], sizeof what - 1 - n);
+        memcpy(what + n, parts[i], l);
+        n += l;
+    }
+    what[n] = 0;
+    if (!s)
+        sl_fatal(what, p, "not an object of any cache", (size_t)-1);
+    if (s->cls < SL_NCLASSES)
+        sl_fatal(what, p, "a malloc object of size class", s->size);
+    char detail[80] = "an object of cache '";
+    size_t d = strlen(detail);
+    size_t l = strnlen(slab_geom[s->cls].name, sizeof detail - 2 - d);
+    memcpy(detail + d, slab_geom[s->cls].name, l);
+    detail[d + l] = '\'';
+    detail[d + l + 1] = 0;
+    sl_fatal(what, p, detail, (size_t)-1);
+}
+
+_Noreturn sl_cold void heap_bad_free(const void *p, uintptr_t e, const char *op)
+{
+    static const char *const foreign[] = { "free of a pointer sluice did not allocate:",
+                                           "realloc of a pointer sluice did not allocate:" };
+    bool is_realloc = op[0] == 'r';
+    if (!(e & PM_BLOCK))
+        sl_fatal(foreign[is_realloc], p, NULL, 0);
+    unsigned idx = page_index(p);
+    if (idx < BLOCK_HEADER_PAGES)
+        sl_fatal(foreign[is_realloc], p, NULL, 0);
+    unsigned run = block_find_run(block_of(p), idx);
+    if (!run)
+        sl_fatal(is_realloc ? "realloc of freed memory at" : "double free of", p, NULL, 0);
+    struct page *head = &block_pages(block_of(p))[run];
+    if (head->h.kind == PG_SLAB) {
+        struct slab *s = slab_of_page(head);
+        if (!atomic_load_explicit(&s->owner, memory_order_relaxed)) /* a run parked in a page cache */
+            sl_fatal(is_realloc ? "realloc of freed memory at" : "double free of", p, NULL, 0);
+        if (slab_is_object_start(s, p))
+            sl_fatal(is_realloc ? "realloc of freed memory at" : "double free of", p, "size class", s->size);
+        sl_fatal(is_realloc ? "realloc of an interior pointer" : "free of an interior pointer", p,
+                 "size class", s->size);
+    }
+    if (head->h.kind == PG_RUN && page_addr(head) != p)
+        sl_fatal(is_realloc ? "realloc of an interior pointer" : "free of an interior pointer", p, "run of pages",
+                 head->h.npages);
+    sl_fatal(is_realloc ? "realloc of freed memory at" : "double free of", p, NULL, 0);
+}
