@@ -23,7 +23,7 @@
  *     Its free pages are never purged while it is dense (purge.c asks
  *     hugify_may_purge): a purge of part of a hugepage splits it. They
  *     stay resident and count as dirty (a collapse made every free page
- *     resident: pages_all_dirty), in heap.thp_dirty_pages as well, which
+ *     resident: pages_all_dirty), in page_heap.thp_dirty_pages as well, which
  *     the dirty cap leaves out. A block that turns sparse (more than half
  *     free) loses the flag, and purges may split it.
  *   - pinned: hugify is collapsing the block outside the lock: it is not
@@ -49,9 +49,9 @@ void block_set_thp(struct block *b, bool on)
     if (b->thp == on)
         return;
     b->thp = on;
-    heap.thp_blocks += on ? 1 : (size_t)-1;
-    size_t d = ld_relaxed(&heap.thp_dirty_pages);
-    st_relaxed(&heap.thp_dirty_pages, on ? d + b->ndirty : d - b->ndirty);
+    page_heap.thp_blocks += on ? 1 : (size_t)-1;
+    size_t d = ld_relaxed(&page_heap.thp_dirty_pages);
+    st_relaxed(&page_heap.thp_dirty_pages, on ? d + b->ndirty : d - b->ndirty);
 }
 
 bool hugify_may_purge(struct block *b)
@@ -70,7 +70,7 @@ bool hugify_may_purge(struct block *b)
 static unsigned pick(uint64_t now, struct block **todo, unsigned max)
 {
     unsigned k = 0;
-    for (struct block *b = heap.all_blocks; b; b = b->anext) {
+    for (struct block *b = page_heap.all_blocks; b; b = b->anext) {
         if (b->thp)
             continue;
         enum hugify_pick c = hugify_choose(b->free_pages, b->dense_ms, now);
@@ -92,9 +92,9 @@ void hugify(uint64_t now, bool background, unsigned max, bool (*go_on)(void))
     if (sl_opt.thp == THP_NEVER || atomic_exchange(&hugify_busy, 1))
         return;
     struct block *todo[HUGIFY_BATCH];
-    lock_acquire(&heap.lock);
+    lock_acquire(&page_heap.lock);
     unsigned k = pick(now ? now : 1, todo, max < HUGIFY_BATCH ? max : HUGIFY_BATCH);
-    heap_unlock();
+    page_heap_unlock();
     for (unsigned i = 0; i < k; i++) {
         struct block *b = todo[i];
         int r = EINVAL;
@@ -113,7 +113,7 @@ void hugify(uint64_t now, bool background, unsigned max, bool (*go_on)(void))
             r = os_huge(b, SL_BLOCK);
         if (!skipped)
             stat_add_shared(r ? STAT_thp_failed : collapsed ? STAT_thp_collapse : STAT_thp_advise, 1);
-        lock_acquire(&heap.lock);
+        lock_acquire(&page_heap.lock);
         b->pinned = false;
         if (r) {
             block_set_thp(b, false);
@@ -121,7 +121,7 @@ void hugify(uint64_t now, bool background, unsigned max, bool (*go_on)(void))
                 b->dense_ms = now ? now : 1;
         } else if (collapsed)
             pages_all_dirty(b);
-        heap_unlock();
+        page_heap_unlock();
     }
     st_relaxed(&hugify_busy, 0);
 }
@@ -131,7 +131,7 @@ void hugify_fork_child(void)
 {
     if (!ld_relaxed(&hugify_busy))
         return;
-    for (struct block *b = heap.all_blocks; b; b = b->anext)
+    for (struct block *b = page_heap.all_blocks; b; b = b->anext)
         if (b->pinned) {
             b->pinned = false;
             block_set_thp(b, false);

@@ -24,13 +24,13 @@
 #include "../teardown/teardown.h"
 
 
-struct page_heap heap = { .lock = SL_LOCK_INIT(LOCK_PAGE_HEAP) };
+struct page_heap page_heap = { .lock = SL_LOCK_INIT(LOCK_PAGE_HEAP) };
 
 void list_unlink(struct block *b)
 {
     if (b->list == LIST_NONE)
         return;
-    struct block **head = b->list == LIST_FREE ? &heap.free_blocks : &heap.lists[b->type][b->list];
+    struct block **head = b->list == LIST_FREE ? &page_heap.free_blocks : &page_heap.lists[b->type][b->list];
     if (b->prev)
         b->prev->next = b->next;
     else
@@ -38,14 +38,14 @@ void list_unlink(struct block *b)
     if (b->next)
         b->next->prev = b->prev;
     if (b->list == LIST_FREE)
-        heap.nfree_blocks--;
+        page_heap.nfree_blocks--;
     b->list = LIST_NONE;
     b->next = b->prev = NULL;
 }
 
 static void list_link(struct block *b, uint8_t list)
 {
-    struct block **head = list == LIST_FREE ? &heap.free_blocks : &heap.lists[b->type][list];
+    struct block **head = list == LIST_FREE ? &page_heap.free_blocks : &page_heap.lists[b->type][list];
     b->list = list;
     b->prev = NULL;
     b->next = *head;
@@ -53,14 +53,14 @@ static void list_link(struct block *b, uint8_t list)
         (*head)->prev = b;
     *head = b;
     if (list == LIST_FREE)
-        heap.nfree_blocks++;
+        page_heap.nfree_blocks++;
 }
 
 void set_type(struct block *b, enum pb_type type)
 {
-    heap.blocks_by_type[b->type]--;
+    page_heap.blocks_by_type[b->type]--;
     __atomic_store_n(&b->type, (uint8_t)type, __ATOMIC_RELAXED); /* page_free reads it unlocked */
-    heap.blocks_by_type[type]++;
+    page_heap.blocks_by_type[type]++;
 }
 
 void block_unmap(struct block *b)
@@ -71,14 +71,14 @@ void block_unmap(struct block *b)
     if (b->aprev)
         b->aprev->anext = b->anext;
     else
-        heap.all_blocks = b->anext;
+        page_heap.all_blocks = b->anext;
     if (b->anext)
         b->anext->aprev = b->aprev;
-    heap.blocks_by_type[b->type]--;
-    heap.nblocks--;
+    page_heap.blocks_by_type[b->type]--;
+    page_heap.nblocks--;
     pagemap_set((uintptr_t)b, SL_BLOCK, 0);
-    b->next = heap.unmapping; /* its header stays mapped until heap_unlock */
-    heap.unmapping = b;
+    b->next = page_heap.unmapping; /* its header stays mapped until page_heap_unlock */
+    page_heap.unmapping = b;
     stat_add(stats_global, STAT_block_unmap, 1);
 }
 
@@ -110,16 +110,16 @@ static void blocks_release(struct block *l, bool may_start)
 static __thread unsigned gathering;
 
 
-void heap_unlock(void)
+void page_heap_unlock(void)
 {
     struct block *l = NULL;
     if (!gathering) {
-        l = heap.unmapping;
-        heap.unmapping = NULL;
+        l = page_heap.unmapping;
+        page_heap.unmapping = NULL;
     }
-    bool wake = heap.boost_wake;
-    heap.boost_wake = false;
-    lock_release(&heap.lock);
+    bool wake = page_heap.boost_wake;
+    page_heap.boost_wake = false;
+    lock_release(&page_heap.lock);
     if (l) /* the caller may hold other locks: no thread may be started */
         blocks_release(l, false);
     if (wake)
@@ -132,7 +132,7 @@ void page_gather_begin(void) { gathering++; }
 static size_t release_free_blocks_locked(size_t keep)
 {
     size_t n = 0;
-    for (struct block *b = heap.free_blocks, *next; b && heap.nfree_blocks > keep; b = next) {
+    for (struct block *b = page_heap.free_blocks, *next; b && page_heap.nfree_blocks > keep; b = next) {
         next = b->next;
         if (!b->pinned) {
             block_unmap(b);
@@ -144,11 +144,11 @@ static size_t release_free_blocks_locked(size_t keep)
 
 size_t page_release_free_blocks(bool all)
 {
-    lock_acquire(&heap.lock); /* beside the mmap that follows, nothing */
+    lock_acquire(&page_heap.lock); /* beside the mmap that follows, nothing */
     if (all) /* a mapping was refused: parked runs may keep blocks from coming free */
         runcache_flush();
     size_t n = release_free_blocks_locked(all ? 0 : free_blocks_keep());
-    heap_unlock();
+    page_heap_unlock();
     return n;
 }
 
@@ -156,18 +156,18 @@ void page_gather_end(void)
 {
     if (--gathering)
         return;
-    lock_acquire(&heap.lock);
+    lock_acquire(&page_heap.lock);
     release_free_blocks_locked(free_blocks_keep()); /* what was released is not wanted soon */
-    struct block *l = heap.unmapping;
-    heap.unmapping = NULL;
-    lock_release(&heap.lock);
+    struct block *l = page_heap.unmapping;
+    page_heap.unmapping = NULL;
+    lock_release(&page_heap.lock);
     if (l)
         blocks_release(l, true);
 }
 
 size_t free_blocks_keep(void)
 {
-    return heap.nblocks / 8 > FREE_BLOCKS_MIN ? heap.nblocks / 8 : FREE_BLOCKS_MIN;
+    return page_heap.nblocks / 8 > FREE_BLOCKS_MIN ? page_heap.nblocks / 8 : FREE_BLOCKS_MIN;
 }
 
 /* Put b on the list its free pages call for. A wholly free block stays
@@ -221,9 +221,9 @@ static struct block *block_new(enum pb_type type, unsigned order)
 {
     /* right below the last block mapped, where the kernel's top-down
      * search puts the next mapping anyway: neighbouring blocks make one
-     * range when they are given back together (heap_unlock), and fewer
+     * range when they are given back together (page_heap_unlock), and fewer
      * mappings for the kernel */
-    struct block *b = os_reserve_aligned(SL_BLOCK, SL_BLOCK, heap.last_mapped ? heap.last_mapped - SL_BLOCK : NULL);
+    struct block *b = os_reserve_aligned(SL_BLOCK, SL_BLOCK, page_heap.last_mapped ? page_heap.last_mapped - SL_BLOCK : NULL);
     if (!b)
         return NULL;
     /* the first step holds the header (the memory is zero: nothing
@@ -245,17 +245,17 @@ static struct block *block_new(enum pb_type type, unsigned order)
         errno = ENOMEM;
         return NULL;
     }
-    heap.last_mapped = (uint8_t *)b;
+    page_heap.last_mapped = (uint8_t *)b;
     b->aprev = NULL;
-    b->anext = heap.all_blocks;
+    b->anext = page_heap.all_blocks;
     if (b->anext)
         b->anext->aprev = b;
-    heap.all_blocks = b;
+    page_heap.all_blocks = b;
     b->list = LIST_NONE;
     b->type = (uint8_t)type;
     block_init(b, type);
-    heap.nblocks++;
-    heap.blocks_by_type[type]++;
+    page_heap.nblocks++;
+    page_heap.blocks_by_type[type]++;
     stat_add(stats_global, STAT_block_map, 1);
     return b;
 }
@@ -263,20 +263,20 @@ static struct block *block_new(enum pb_type type, unsigned order)
 struct block *find_in_type(enum pb_type type, unsigned order)
 {
     for (unsigned o = order; o < NBUCKETS; o++)
-        if (heap.lists[type][o])
-            return heap.lists[type][o];
+        if (page_heap.lists[type][o])
+            return page_heap.lists[type][o];
     return NULL;
 }
 
 void page_set_budget(size_t bytes)
 {
-    lock_acquire(&heap.lock);
-    heap.budget = bytes;
-    heap_unlock();
+    lock_acquire(&page_heap.lock);
+    page_heap.budget = bytes;
+    page_heap_unlock();
 }
 
 /* Would one more pageblock take the heap past its budget? (lock held) */
-static bool over_budget(void) { return heap.budget && (heap.nblocks + 1) * SL_BLOCK > heap.budget; }
+static bool over_budget(void) { return page_heap.budget && (page_heap.nblocks + 1) * SL_BLOCK > page_heap.budget; }
 
 /* Find a block of `type` with a free chunk of `order`, in the order of
  * page.h, the shared run cache flushed before anything past step 1. Lock
@@ -291,8 +291,8 @@ static struct block *find_block(enum pb_type type, unsigned order)
     while (runcache_flush_oldest())
         if ((b = find_in_type(type, order)))
             return b;
-    if (heap.free_blocks) {
-        b = heap.free_blocks;
+    if (page_heap.free_blocks) {
+        b = page_heap.free_blocks;
         list_unlink(b);
         set_type(b, type);
         stat_add(stats_global, STAT_block_steal, 1);
@@ -366,7 +366,7 @@ bool page_resize(void *run, size_t new_npages)
     if (new_npages == 0 || first + new_npages > SL_BLOCK_PAGES)
         return false;
     bool ok = true;
-    lock_acquire(&heap.lock);
+    lock_acquire(&page_heap.lock);
     if (new_npages < n) {
         block_give(b, first + (unsigned)new_npages, n - (unsigned)new_npages);
         pages_put(b, first + (unsigned)new_npages, n - (unsigned)new_npages, PS_DIRTY);
@@ -382,41 +382,41 @@ bool page_resize(void *run, size_t new_npages)
         block_mark_run(b, first, (unsigned)new_npages, (enum page_kind)pg->h.kind);
         relink(b);
     }
-    heap_unlock();
+    page_heap_unlock();
     return ok;
 }
 
 void page_gauges(struct page_gauges *g)
 {
-    lock_acquire(&heap.lock);
-    g->blocks = heap.nblocks;
-    g->free_blocks = heap.nfree_blocks;
+    lock_acquire(&page_heap.lock);
+    g->blocks = page_heap.nblocks;
+    g->free_blocks = page_heap.nfree_blocks;
     g->free_pages = 0;
     for (int t = 0; t < PB_NTYPES; t++) {
-        g->blocks_by_type[t] = heap.blocks_by_type[t];
+        g->blocks_by_type[t] = page_heap.blocks_by_type[t];
         for (unsigned k = 0; k < NBUCKETS; k++)
-            for (struct block *b = heap.lists[t][k]; b; b = b->next)
+            for (struct block *b = page_heap.lists[t][k]; b; b = b->next)
                 g->free_pages += b->free_pages;
     }
-    g->free_pages += heap.nfree_blocks * BLOCK_USABLE_PAGES;
+    g->free_pages += page_heap.nfree_blocks * BLOCK_USABLE_PAGES;
     g->parked_pages = runcache_pages(); /* free and dirty, though not the buddy's */
     g->free_pages += g->parked_pages;
-    g->dirty_pages = heap.dirty_pages + g->parked_pages;
-    g->lazy_pages = heap.lazy_pages;
-    g->budget = heap.budget;
-    g->thp_blocks = heap.thp_blocks;
-    g->thp_dirty_pages = heap.thp_dirty_pages;
-    heap_unlock();
+    g->dirty_pages = page_heap.dirty_pages + g->parked_pages;
+    g->lazy_pages = page_heap.lazy_pages;
+    g->budget = page_heap.budget;
+    g->thp_blocks = page_heap.thp_blocks;
+    g->thp_dirty_pages = page_heap.thp_dirty_pages;
+    page_heap_unlock();
 }
 
 void page_runcache_flush(void)
 {
-    lock_acquire(&heap.lock);
+    lock_acquire(&page_heap.lock);
     runcache_flush();
-    heap_unlock();
+    page_heap_unlock();
 }
 
-sl_lock *page_fork_lock(void) { return &heap.lock; }
+sl_lock *page_fork_lock(void) { return &page_heap.lock; }
 
 /* The page layer's report to the statistics (stats.h). */
 static void page_report(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT])

@@ -172,7 +172,7 @@ void page_start_reclaimer(void);
 size_t page_boost_deficit(bool *urgent);
 size_t page_budget_blocks(void); /* the heap budget in pageblocks (0: none) */
 /* Owners drain their page caches and spare slabs on their next slow path
- * once this number changes (slab/heap.h, heap_boost_check). */
+ * once this number changes (slab/page_heap.h, heap_boost_check). */
 extern _Atomic uint32_t page_boost_gen_word;
 void page_boost_ask_owners(void);
 

@@ -161,35 +161,35 @@ void page_check(void (*run)(struct page *head, void *arg), void *arg)
 {
     struct walk w = { .run = run, .arg = arg };
     lock_acquire(purge_fork_lock()); /* no span in flight */
-    lock_acquire(&heap.lock);
+    lock_acquire(&page_heap.lock);
     pagemap_walk(visit, &w);
-    if (w.blocks != heap.nblocks)
+    if (w.blocks != page_heap.nblocks)
         FAIL("pageblock count wrong: counted", NULL, "blocks", w.blocks);
     for (int t = 0; t < PB_NTYPES; t++) {
-        if (w.by_type[t] != heap.blocks_by_type[t])
+        if (w.by_type[t] != page_heap.blocks_by_type[t])
             FAIL("pageblock count of a type wrong: type", NULL, "counted", w.by_type[t]);
         for (unsigned k = 0; k < NBUCKETS; k++)
-            if (check_list(heap.lists[t][k], (enum pb_type)t, (uint8_t)k, w.blocks) != w.on_list[t][k])
+            if (check_list(page_heap.lists[t][k], (enum pb_type)t, (uint8_t)k, w.blocks) != w.on_list[t][k])
                 FAIL("page heap list misses blocks: bucket", NULL, "order", k);
     }
-    if (check_list(heap.free_blocks, PB_FREE, LIST_FREE, w.blocks) != w.free_blocks ||
-        w.free_blocks != heap.nfree_blocks)
+    if (check_list(page_heap.free_blocks, PB_FREE, LIST_FREE, w.blocks) != w.free_blocks ||
+        w.free_blocks != page_heap.nfree_blocks)
         FAIL("free pageblock list wrong: counted", NULL, "blocks", w.free_blocks);
     size_t n = 0;
     struct block *prev = NULL;
-    for (struct block *b = heap.purge_list; b; prev = b, b = b->pnext)
+    for (struct block *b = page_heap.purge_list; b; prev = b, b = b->pnext)
         if (!b->on_purge_list || b->pprev != prev || ++n > w.blocks)
             FAIL("purge list broken at block", b, NULL, 0);
     if (n != w.purge)
         FAIL("purge list misses blocks: counted", NULL, "blocks", n);
-    if (w.dirty != ld_relaxed(&heap.dirty_pages) || w.lazy != ld_relaxed(&heap.lazy_pages))
+    if (w.dirty != ld_relaxed(&page_heap.dirty_pages) || w.lazy != ld_relaxed(&page_heap.lazy_pages))
         FAIL("global dirty or lazy page count wrong: counted", NULL, "dirty pages", w.dirty);
-    if (w.active != ld_relaxed(&heap.active_pages))
+    if (w.active != ld_relaxed(&page_heap.active_pages))
         FAIL("global active page count wrong: counted", NULL, "active pages", w.active);
     if (w.parked_pages != runcache_pages())
         FAIL("shared run cache's page count wrong: the blocks hold", NULL, "parked pages", w.parked_pages);
     runcache_check(w.parked);
-    lock_release(&heap.lock);
+    lock_release(&page_heap.lock);
     lock_release(purge_fork_lock());
 }
 
@@ -221,7 +221,7 @@ static void visit_runs(uintptr_t granule, uintptr_t e, void *arg)
 void page_walk_runs(void (*fn)(struct page *head, void *arg), void *arg)
 {
     struct runs r = { fn, arg };
-    lock_acquire(&heap.lock);
+    lock_acquire(&page_heap.lock);
     pagemap_walk(visit_runs, &r);
-    lock_release(&heap.lock);
+    lock_release(&page_heap.lock);
 }

@@ -18,7 +18,7 @@ struct page_heap {
     sl_lock lock;
     struct block *lists[PB_NTYPES][NBUCKETS];
     struct block *free_blocks;
-    struct block *unmapping;  /* out of the pagemap, unmapped by heap_unlock */
+    struct block *unmapping;  /* out of the pagemap, unmapped by page_heap_unlock */
     uint8_t *last_mapped;     /* the last block mapped: the next goes below it */
     size_t nfree_blocks, nblocks;
     size_t budget;            /* bytes of pageblocks to stay within (page_set_budget); 0: none */
@@ -30,22 +30,22 @@ struct page_heap {
     /* boost (page.c; reclaim/boost.c does the work): blocks of headroom
      * wanted beyond the low watermark, raised by extfrag events */
     struct af_boost boost;    /* antifrag.h */
-    bool boost_wake;          /* heap_unlock wakes the reclaimer */
+    bool boost_wake;          /* page_heap_unlock wakes the reclaimer */
     /* written under the lock, read without it by purge_maybe */
     _Atomic size_t dirty_pages, lazy_pages, active_pages;
     _Atomic size_t thp_dirty_pages; /* of dirty_pages, those in thp blocks: never purged */
 };
-extern struct page_heap heap;
+extern struct page_heap page_heap;
 
 void relink(struct block *b);
-/* Take a wholly free block out of the heap and the pagemap; heap_unlock
+/* Take a wholly free block out of the heap and the pagemap; page_heap_unlock
  * gives its memory back once the lock is dropped. */
 void block_unmap(struct block *b);
 /* Release the page heap lock, then give back the blocks block_unmap took:
  * adjacent ones coalesced into one range, for the teardown layer (which
  * queues a range of SLUICE_TEARDOWN_MIN or more while workers run). Every
  * release of the lock in page.c and purge.c goes through here. */
-void heap_unlock(void);
+void page_heap_unlock(void);
 size_t free_blocks_keep(void);
 /* Make pages [0, end) of b read-write (lazy commit); false if refused. */
 bool block_commit(struct block *b, unsigned end);

@@ -71,7 +71,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
         batch = 1;
     void *first;
     bool clean;
-    lock_acquire(&heap.lock);
+    lock_acquire(&page_heap.lock);
     first = take_locked(type, n, 0, kind, &clean);
     for (unsigned i = 1; first && i < batch; i++) {
         void *r = take_locked(type, n, 0, kind, &clean);
@@ -79,7 +79,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
             break;
         pcache_push(pc, ct, n, r);
     }
-    heap_unlock();
+    page_heap_unlock();
     if (pc->stats)
         stat_add(pc->stats, STAT_pcache_refill, 1);
     if (unlikely(sl_opt.publish)) /* a program that only allocates still gets its timeline */
@@ -113,9 +113,9 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
             errno = ENOMEM;
         return r;
     }
-    lock_acquire(&heap.lock);
+    lock_acquire(&page_heap.lock);
     void *r = take_locked(type, n, log2_ceil(align_pages ? align_pages : 1), kind, clean);
-    heap_unlock();
+    page_heap_unlock();
     if (!r)
         errno = ENOMEM;
     purge_maybe();
@@ -126,7 +126,7 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
  * n == 0), then the largest runs first until at most `budget` pages stay. */
 static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned budget)
 {
-    lock_acquire(&heap.lock);
+    lock_acquire(&page_heap.lock);
     if (n) {
         unsigned keep = pc->count[ct][n] / 2;
         while (pc->count[ct][n] > keep)
@@ -136,7 +136,7 @@ static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned bud
         int t = pc->nonempty[1] > pc->nonempty[0]; /* the larger mask has the higher top bit */
         release_locked(pcache_pop(pc, t, log2_floor(pc->nonempty[t]) + 1));
     }
-    heap_unlock();
+    page_heap_unlock();
     if (pc->stats)
         stat_add(pc->stats, STAT_pcache_drain, 1);
     purge_maybe();
@@ -168,12 +168,12 @@ static sl_noinline void page_free_slow(struct page_cache *pc, void *run, unsigne
      * are free, outside the lock */
     bool at_once = purge_at_once();
     enum page_state st = at_once ? purge_range(run, (size_t)n << SL_PAGE_SHIFT) : PS_DIRTY;
-    lock_acquire(&heap.lock);
+    lock_acquire(&page_heap.lock);
     if (at_once)
         run_give_locked(run, st);
     else
         release_locked(run);
-    heap_unlock();
+    page_heap_unlock();
     purge_maybe();
 }
 

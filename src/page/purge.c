@@ -49,15 +49,15 @@ static void purge_list_update(struct block *b)
         return;
     if (want) {
         b->pprev = NULL;
-        b->pnext = heap.purge_list;
+        b->pnext = page_heap.purge_list;
         if (b->pnext)
             b->pnext->pprev = b;
-        heap.purge_list = b;
+        page_heap.purge_list = b;
     } else {
         if (b->pprev)
             b->pprev->pnext = b->pnext;
         else
-            heap.purge_list = b->pnext;
+            page_heap.purge_list = b->pnext;
         if (b->pnext)
             b->pnext->pprev = b->pprev;
     }
@@ -69,10 +69,10 @@ static void state_set(struct block *b, unsigned first, unsigned n, enum page_sta
 {
     unsigned d0 = b->ndirty, l0 = b->nlazy;
     block_state_set(b, first, n, st);
-    st_relaxed(&heap.dirty_pages, ld_relaxed(&heap.dirty_pages) + b->ndirty - d0);
+    st_relaxed(&page_heap.dirty_pages, ld_relaxed(&page_heap.dirty_pages) + b->ndirty - d0);
     if (b->thp)
-        st_relaxed(&heap.thp_dirty_pages, ld_relaxed(&heap.thp_dirty_pages) + b->ndirty - d0);
-    st_relaxed(&heap.lazy_pages, ld_relaxed(&heap.lazy_pages) + b->nlazy - l0);
+        st_relaxed(&page_heap.thp_dirty_pages, ld_relaxed(&page_heap.thp_dirty_pages) + b->ndirty - d0);
+    st_relaxed(&page_heap.lazy_pages, ld_relaxed(&page_heap.lazy_pages) + b->nlazy - l0);
     if (st == PS_DIRTY && b->ndirty != d0)
         b->dirty_ms = os_now_ms();
     if (st == PS_LAZY && b->nlazy != l0)
@@ -84,10 +84,10 @@ static bool state_take(struct block *b, unsigned first, unsigned n)
 {
     unsigned d0 = b->ndirty, l0 = b->nlazy;
     bool clean = block_state_take(b, first, n);
-    st_relaxed(&heap.dirty_pages, ld_relaxed(&heap.dirty_pages) - (d0 - b->ndirty));
+    st_relaxed(&page_heap.dirty_pages, ld_relaxed(&page_heap.dirty_pages) - (d0 - b->ndirty));
     if (b->thp)
-        st_relaxed(&heap.thp_dirty_pages, ld_relaxed(&heap.thp_dirty_pages) - (d0 - b->ndirty));
-    st_relaxed(&heap.lazy_pages, ld_relaxed(&heap.lazy_pages) - (l0 - b->nlazy));
+        st_relaxed(&page_heap.thp_dirty_pages, ld_relaxed(&page_heap.thp_dirty_pages) - (d0 - b->ndirty));
+    st_relaxed(&page_heap.lazy_pages, ld_relaxed(&page_heap.lazy_pages) - (l0 - b->nlazy));
     purge_list_update(b);
     return clean;
 }
@@ -96,13 +96,13 @@ void purge_forget(struct block *b) { state_take(b, BLOCK_HEADER_PAGES, BLOCK_USA
 
 void pages_put(struct block *b, unsigned first, unsigned n, enum page_state st)
 {
-    st_relaxed(&heap.active_pages, ld_relaxed(&heap.active_pages) - n);
+    st_relaxed(&page_heap.active_pages, ld_relaxed(&page_heap.active_pages) - n);
     state_set(b, first, n, st);
 }
 
 bool pages_take(struct block *b, unsigned first, unsigned n)
 {
-    st_relaxed(&heap.active_pages, ld_relaxed(&heap.active_pages) + n);
+    st_relaxed(&page_heap.active_pages, ld_relaxed(&page_heap.active_pages) + n);
     return state_take(b, first, n);
 }
 
@@ -116,7 +116,7 @@ void pages_all_dirty(struct block *b)
 
 size_t purgeable_dirty(void)
 {
-    return ld_relaxed(&heap.dirty_pages) - ld_relaxed(&heap.thp_dirty_pages) + runcache_pages();
+    return ld_relaxed(&page_heap.dirty_pages) - ld_relaxed(&page_heap.thp_dirty_pages) + runcache_pages();
 }
 
 bool purge_kick_reclaimer(void) { return sl_events.reclaimer_kick && sl_events.reclaimer_kick(); }
@@ -210,8 +210,8 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
     while (done < max_pages) {
         struct span sp[PURGE_BATCH];
         unsigned k = 0;
-        lock_acquire(&heap.lock);
-        for (struct block *b = heap.purge_list; b; b = b->pnext) {
+        lock_acquire(&page_heap.lock);
+        for (struct block *b = page_heap.purge_list; b; b = b->pnext) {
             unsigned have = from == PS_DIRTY ? b->ndirty : b->nlazy;
             uint64_t stamp = from == PS_DIRTY ? b->dirty_ms : b->lazy_ms;
             if (!have || stamp > cutoff_ms || !hugify_may_purge(b))
@@ -225,7 +225,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
                 span_add(sp, &k, b, first, n);
         }
         if (!k) {
-            heap_unlock();
+            page_heap_unlock();
             break;
         }
         for (unsigned i = 0; i < k; i++) {
@@ -233,7 +233,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
             done += sp[i].n;
             bool whole = b->free_pages == BLOCK_USABLE_PAGES && sp[i].first == BLOCK_HEADER_PAGES &&
                          sp[i].n == b->committed - BLOCK_HEADER_PAGES;
-            if (whole && heap.nfree_blocks > free_blocks_keep() && !b->pinned) {
+            if (whole && page_heap.nfree_blocks > free_blocks_keep() && !b->pinned) {
                 block_unmap(b); /* free and not kept: give the mapping back */
                 sp[i].b = NULL;
                 continue;
@@ -242,7 +242,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
             state_take(b, sp[i].first, sp[i].n);
             relink(b);
         }
-        heap_unlock();
+        page_heap_unlock();
         enum page_state got[PURGE_BATCH];
         bool refused = false; /* the kernel said no: stop, or the same spans come round again */
         for (unsigned i = 0; i < k; i++) {
@@ -253,7 +253,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
             refused |= got[i] == PS_DIRTY;
             trim_bitmap(sp[i].b, sp[i].first, sp[i].n);
         }
-        lock_acquire(&heap.lock);
+        lock_acquire(&page_heap.lock);
         for (unsigned i = 0; i < k; i++) {
             struct block *b = sp[i].b;
             if (!b)
@@ -263,7 +263,7 @@ static size_t purge_spans(enum page_state from, enum page_state to, uint64_t cut
             trim_descriptors_locked(b, sp[i].first, sp[i].n);
             relink(b);
         }
-        heap_unlock();
+        page_heap_unlock();
         if (refused)
             break;
     }
@@ -284,14 +284,14 @@ static size_t purge_parked(enum page_state to, uint64_t cutoff_ms, size_t max_pa
     while (done < max_pages && runcache_pages()) {
         void *runs[PURGE_BATCH];
         enum page_state got[PURGE_BATCH];
-        lock_acquire(&heap.lock);
+        lock_acquire(&page_heap.lock);
         unsigned k = runcache_take_old(cutoff_ms, max_pages - done, runs, PURGE_BATCH), m = 0;
         for (unsigned i = 0; i < k; i++) /* a dense hugepage is not split: back dirty, advised with its block */
             if (hugify_may_purge(block_of(runs[i])))
                 runs[m++] = runs[i];
             else
                 run_give_locked(runs[i], PS_DIRTY);
-        heap_unlock();
+        page_heap_unlock();
         if (!k)
             break;
         k = m;
@@ -304,10 +304,10 @@ static size_t purge_parked(enum page_state to, uint64_t cutoff_ms, size_t max_pa
             trim_bitmap(block_of(runs[i]), first, n);
             done += n;
         }
-        lock_acquire(&heap.lock);
+        lock_acquire(&page_heap.lock);
         for (unsigned i = 0; i < k; i++)
             run_give_locked(runs[i], got[i]);
-        heap_unlock();
+        page_heap_unlock();
         if (refused)
             break;
     }
@@ -318,7 +318,7 @@ static size_t purge_parked(enum page_state to, uint64_t cutoff_ms, size_t max_pa
 /* The decay policy (decay.h) with this process's options and counts. */
 static enum page_state purge_target(void) { return decay_target(sl_opt.purge); }
 static uint64_t tick_ms(void) { return decay_tick_ms(sl_opt.dirty_decay_ms, sl_opt.lazy_decay_ms); }
-size_t purge_dirty_cap(void) { return decay_dirty_cap(ld_relaxed(&heap.active_pages)); }
+size_t purge_dirty_cap(void) { return decay_dirty_cap(ld_relaxed(&page_heap.active_pages)); }
 
 /* Purge dirty pages down to the cap, largest spans first, in blocks that
  * saw no new dirty page since cutoff_ms (a block being churned reuses its
@@ -354,7 +354,7 @@ void page_purge_decay(uint64_t now, bool force) { decay(now, force, true); }
 
 void page_hugify(uint64_t now, unsigned max, bool (*go_on)(void)) { hugify(now, true, max, go_on); }
 
-bool page_purge_pending(void) { return purgeable_dirty() || ld_relaxed(&heap.lazy_pages); }
+bool page_purge_pending(void) { return purgeable_dirty() || ld_relaxed(&page_heap.lazy_pages); }
 
 void page_purge_all(void)
 {
@@ -410,7 +410,7 @@ void purge_maybe(void)
         enforce_cap(dirty, 0, UINT64_MAX, true);
     else if (decay_burst(dirty, purge_dirty_cap()) && !purge_kick_reclaimer())
         burst_in_thread(dirty);
-    if (!dirty && !ld_relaxed(&heap.lazy_pages))
+    if (!dirty && !ld_relaxed(&page_heap.lazy_pages))
         return;
     last = ld_relaxed(&last_decay_ms);
     if (now - last >= tick_ms() &&

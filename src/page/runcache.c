@@ -82,7 +82,7 @@ static void unlink_run(struct page *pg)
     pg->run.parked = false;
     rc.runs--;
     st_relaxed(&rc.pages, ld_relaxed(&rc.pages) - n);
-    st_relaxed(&heap.active_pages, ld_relaxed(&heap.active_pages) + n); /* handed out again */
+    st_relaxed(&page_heap.active_pages, ld_relaxed(&page_heap.active_pages) + n); /* handed out again */
 }
 
 /* A parked run back to the buddy lists, dirty. */
@@ -128,7 +128,7 @@ bool runcache_park(void *run)
     rc.newest = pg;
     rc.runs++;
     st_relaxed(&rc.pages, ld_relaxed(&rc.pages) + n);
-    st_relaxed(&heap.active_pages, ld_relaxed(&heap.active_pages) - n);
+    st_relaxed(&page_heap.active_pages, ld_relaxed(&page_heap.active_pages) - n);
     return true;
 }
 
