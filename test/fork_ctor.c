@@ -50,12 +50,14 @@ int main(void)
     if (pid == 0) {
         sl_purge(); /* the lost thread's slabs are repaired and adopted */
         sl_cache_shrink(c);
+        sl_check(); /* the repaired slabs' counts agree with their bits (aborts if not) */
         int bad = 0;
         for (int i = 0; i < 500; i++) {
             unsigned char *p = sl_cache_alloc(c);
             if (!p || p[0] != 0xC3 || p[SZ - 1] != 0xC3)
                 bad++;
         }
+        sl_check();
         _exit(bad ? 1 : 0);
     }
     int st = 0;

@@ -1,6 +1,8 @@
 /* bulk_calls.c — sl_free_bulk and sl_alloc_bulk: the public entry points
  * of the bulk layer's detached freelists (bulk/bulk.c), with the malloc
  * family's own free and malloc for what is no slab object. */
+#include <errno.h>
+
 #include "../bulk/bulk.h"
 #include "fast.h"
 #include "sluice.h"
@@ -24,8 +26,10 @@ size_t sl_alloc_bulk(size_t size, size_t n, void **out)
     if (!n)
         return 0;
     struct heap *h;
+    int saved = errno;
     /* 0 bytes (zone slots), checked mode and no heap: one by one */
     if (size - 1 >= sl_small_limit || !(h = heap_get())) {
+        errno = saved; /* no heap is no failure yet */
         for (size_t i = 0; i < n; i++)
             if (!(out[i] = alloc(size))) {
                 sl_free_bulk(out, i);

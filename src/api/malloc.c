@@ -202,12 +202,14 @@ static sl_noinline void *realloc_huge_or_bad(void *p, uintptr_t e, size_t n)
     if (checked_ptr(p, e))
         return checked_realloc(p, n);
     size_t old = usable_checked(p, "realloc"); /* aborts on a bad pointer */
+    int saved = errno;
     if ((e & PM_HUGE) && n > HUGE_MIN) {
         void *q = huge_realloc(pagemap_region(e), p, n);
         if (q) {
             count_realloc(STAT_realloc_inplace);
             return q;
         }
+        errno = saved; /* refused in place: the move may still succeed */
     }
     return realloc_move(p, old, n);
 }

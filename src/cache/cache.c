@@ -139,9 +139,7 @@ static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
         return NULL;
     }
     void *p = s->free;
-    s->free = *slab_link(s, p);
-    s->used++;
-    bitmap_set_owner((uintptr_t)p);
+    slab_pop_owned(s, p, slab_link(s, p));
     stat_add(h->stats, STAT_alloc_small, 1);
     return p;
 }
@@ -155,9 +153,7 @@ void *sl_cache_alloc(sl_cache_t *c)
         struct slab *s = ids->cur[i];
         void *p = s->free;
         if (likely(p != NULL)) {
-            s->free = *slab_link(s, p);
-            s->used++;
-            bitmap_set_owner((uintptr_t)p);
+            slab_pop_owned(s, p, slab_link(s, p));
             stat_add(h->stats, STAT_alloc_small, 1);
             return p;
         }

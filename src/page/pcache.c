@@ -108,16 +108,16 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
         unsigned m = pcache_fit(pc, ct, n);
         if (m)
             return pcache_pop(pc, ct, m);
+        int saved = errno; /* a mapping refused on the way (a fallback took over) */
         void *r = pcache_refill_slow(pc, ct, type, n, kind);
-        if (!r)
-            errno = ENOMEM;
+        errno = r ? saved : ENOMEM;
         return r;
     }
+    int saved = errno;
     lock_acquire(&page_heap.lock);
     void *r = take_locked(type, n, log2_ceil(align_pages ? align_pages : 1), kind, clean);
     page_heap_unlock();
-    if (!r)
-        errno = ENOMEM;
+    errno = r ? saved : ENOMEM; /* a success leaves errno alone, whatever failed on the way */
     purge_maybe();
     return r;
 }

@@ -323,10 +323,8 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
         *mag_cookie(p) = 0;
     } else {
         p = s->free;
-        s->free = *(void **)p;
+        slab_pop_owned(s, p, (void **)p);
         *mag_cookie(p) = 0;
-        s->used++;
-        bitmap_set_owner((uintptr_t)p);
     }
     stat_add(h->stats, STAT_alloc_small, 1);
     return p;

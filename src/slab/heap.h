@@ -232,6 +232,16 @@ sl_inline unsigned heap_slab_collect(struct heap *h, struct slab *s, struct mag_
     return slab_collect(s, heap_mag_of(h, s->cls), &h->remote_held, s->cls < SL_NCLASSES ? heap_cookie : 0, fill);
 }
 
+/* Take p, the head of slab s's free list, its link at `link` (slab_link;
+ * a malloc class's is the object's first word): the owner's one free-list
+ * pop, for malloc's fast and slow paths and the object caches'. */
+sl_inline void slab_pop_owned(struct slab *s, void *p, void **link)
+{
+    s->free = *link;
+    s->used++;
+    bitmap_set_owner((uintptr_t)p);
+}
+
 /* Small malloc, n <= SL_SMALL_MAX. */
 sl_inline void *heap_alloc_small(size_t n)
 {
@@ -246,10 +256,8 @@ sl_inline void *heap_alloc_small(size_t n)
         p = s->free;
         if (unlikely(!p))
             return heap_alloc_small_slow(h, cls);
-        s->free = *(void **)p;
+        slab_pop_owned(s, p, (void **)p);
         *mag_cookie(p) = 0; /* a freer's mark that a collect left (see the top) */
-        s->used++;
-        bitmap_set_owner((uintptr_t)p);
     }
     stat_add(h->stats, STAT_alloc_small, 1);
     return p;

@@ -264,10 +264,22 @@ void slab_repair(struct slab *s)
         bitmap_clear_owner((uintptr_t)*link);
         nfree++;
     }
-    /* neither live nor free: lost mid-operation. Past constructed, a
-     * carve was in progress when fork came (carved is claimed before the
-     * constructor runs, slab_carve): those objects stay lost (counted
-     * used, a bounded leak) rather than be handed out unconstructed. */
+    /* Past constructed, a carve was in progress when fork came (carved is
+     * claimed before the constructor runs, slab_carve): none of those
+     * objects was handed out or linked yet, so they are given back to the
+     * uncarved tail and carved (constructed) again when needed. If some
+     * are live or free all the same (a constructor that allocated from its
+     * own cache), the others stay lost, marked live: a bounded leak, never
+     * an unconstructed object handed out. */
+    bool tail_clean = true;
+    for (unsigned i = s->constructed; i < s->carved; i++)
+        tail_clean &= !(on_free[i / 64] >> (i % 64) & 1) && !bitmap_test((uintptr_t)(base + (size_t)i * s->size));
+    for (unsigned i = s->constructed; i < s->carved && !tail_clean; i++)
+        if (!(on_free[i / 64] >> (i % 64) & 1))
+            bitmap_set_owner((uintptr_t)(base + (size_t)i * s->size));
+    if (tail_clean)
+        s->carved = s->constructed;
+    /* neither live nor free: lost mid-operation */
     for (unsigned i = 0; i < s->constructed; i++) {
         uint8_t *p = base + (size_t)i * s->size;
         if ((on_free[i / 64] >> (i % 64) & 1) || bitmap_test((uintptr_t)p))

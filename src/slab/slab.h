@@ -246,7 +246,7 @@ bool slab_remote_unstick(struct slab *s);
  * thread that did not survive fork) agree again: objects on the free list
  * are not live, carved objects neither live nor free go on the free list
  * (the unlinked ones among them; those of a carve whose constructor calls
- * had not all run stay lost instead: they may be unconstructed),
+ * had not all run go back to the uncarved tail: they may be unconstructed),
  * and used == carved - |free|. A free list that leaves the slab is cut. */
 void slab_repair(struct slab *s);
 /* Is p the start of an object of this slab (for error messages)? */
