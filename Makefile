@@ -3,8 +3,9 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 
 FUZZ_SECONDS ?= 600
+STRESS_SECONDS ?= 1800
 
-.PHONY: all run test bench install clean fuzz
+.PHONY: all run test bench install clean fuzz stress
 
 all: $(BUILD)/build.ninja
 	cmake --build $(BUILD)
@@ -58,6 +59,18 @@ fuzz: build-fuzz/build.ninja
 	mkdir -p build-fuzz/new
 	cd build-fuzz && ./test/fuzz/fuzz_alloc -max_total_time=$(FUZZ_SECONDS) -timeout=30 -rss_limit_mb=4096 \
 	  new ../test/fuzz/corpus
+
+# The model-based tester (test/model.c) for STRESS_SECONDS (default 1800)
+# on each build: normal, UBSan, ThreadSanitizer and against the
+# fault-injection library, one after another. Each prints its seed first;
+# MODEL_SEED=N replays a failing one.
+stress: all build-tsan/build.ninja build-ubsan/build.ninja
+	cmake --build build-ubsan --target model
+	cmake --build build-tsan --target model
+	STRESS_SECONDS=$(STRESS_SECONDS) $(BUILD)/test/model
+	STRESS_SECONDS=$(STRESS_SECONDS) SLUICE_FAULT=mmap,madvise:p=0.3 $(BUILD)/test/model_fault
+	STRESS_SECONDS=$(STRESS_SECONDS) build-ubsan/test/model
+	STRESS_SECONDS=$(STRESS_SECONDS) TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" build-tsan/test/model
 
 bench: all
 	python3 bench/run.py
