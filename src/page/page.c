@@ -110,8 +110,36 @@ static void blocks_release(struct block *l, bool may_start)
 static __thread unsigned gathering;
 
 
+/* System calls for blocks this thread mapped under the lock, made by its
+ * page_heap_unlock after the lock: MADV_HUGEPAGE for a new block
+ * (SLUICE_THP=madvise; nobody else can free it before: the thread holds a
+ * run in it), munmap for one whose setup failed (its header may not be
+ * writable, so it cannot wait on the unmapping list). */
+#define AFTER_LOCK_MAX 4
+static __thread struct block *after_lock[AFTER_LOCK_MAX];
+static __thread bool after_lock_unmap[AFTER_LOCK_MAX];
+static __thread unsigned nafter_lock;
+
+/* Queue b's call for page_heap_unlock; false if the queue is full. */
+static bool after_unlock(struct block *b, bool unmap)
+{
+    if (nafter_lock == AFTER_LOCK_MAX)
+        return false;
+    after_lock_unmap[nafter_lock] = unmap;
+    after_lock[nafter_lock++] = b;
+    return true;
+}
+
 void page_heap_unlock(void)
 {
+    struct block *calls[AFTER_LOCK_MAX];
+    bool unmap[AFTER_LOCK_MAX];
+    unsigned ncalls = nafter_lock;
+    for (unsigned i = 0; i < ncalls; i++) {
+        calls[i] = after_lock[i];
+        unmap[i] = after_lock_unmap[i];
+    }
+    nafter_lock = 0;
     struct block *l = NULL;
     if (!gathering) {
         l = page_heap.unmapping;
@@ -120,6 +148,11 @@ void page_heap_unlock(void)
     bool wake = page_heap.boost_wake;
     page_heap.boost_wake = false;
     lock_release(&page_heap.lock);
+    for (unsigned i = 0; i < ncalls; i++)
+        if (unmap[i])
+            os_unmap(calls[i], SL_BLOCK);
+        else
+            os_huge(calls[i], SL_BLOCK); /* a refusal leaves 4 KiB pages: nothing lost */
     if (l) /* the caller may hold other locks: no thread may be started */
         blocks_release(l, false);
     if (wake)
@@ -238,13 +271,16 @@ static struct block *block_new(enum pb_type type, unsigned order)
     bool ok = !os_protect(b, (size_t)first << SL_PAGE_SHIFT, true);
     if (ok)
         b->committed = (uint16_t)first;
-    if (ok && sl_opt.thp == THP_MADVISE)
-        os_huge(b, SL_BLOCK); /* a refusal leaves 4 KiB pages: nothing lost */
     if (!ok || !pagemap_set((uintptr_t)b, SL_BLOCK, (uintptr_t)b | PM_BLOCK)) {
-        os_unmap(b, SL_BLOCK);
+        if (ok)
+            pagemap_set((uintptr_t)b, SL_BLOCK, 0); /* what of it was set */
+        if (!after_unlock(b, true))
+            os_unmap(b, SL_BLOCK);
         errno = ENOMEM;
         return NULL;
     }
+    if (sl_opt.thp == THP_MADVISE && !after_unlock(b, false))
+        os_huge(b, SL_BLOCK);
     page_heap.last_mapped = (uint8_t *)b;
     b->aprev = NULL;
     b->anext = page_heap.all_blocks;
