@@ -1,4 +1,4 @@
-/* antifrag.h — the anti-fragmentation policy (DESIGN.md layer 4): pure
+/* antifrag.h — the anti-fragmentation policy (docs/DESIGN.md): pure
  * functions of the page heap's counts and a clock, which page.c's
  * mechanism (buddy lists, block lifecycle) carries out, and which
  * test/unit_antifrag.c tests with a fake clock, no threads, no sleeps.

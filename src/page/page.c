@@ -7,7 +7,7 @@
  * o takes the first block of the lowest list >= o: best fit by chunk, which
  * is also the fuller block, so sparse blocks drain and come free whole.
  * Wholly free blocks are kept for reuse up to an eighth of all blocks (at
- * least FREE_BLOCKS_MIN), the 1:8 dirty-to-active ratio of DESIGN.md;
+ * least FREE_BLOCKS_MIN), the 1:8 dirty-to-active ratio of the decay (decay.h);
  * beyond that they are unmapped when they decay (relink). Measured: with a
  * fixed 4, a sweep of 256 KiB-2 MiB requests mapped and unmapped a block
  * every 20 operations.

@@ -1,5 +1,5 @@
 /* boost.c — the watermark boost's work, the kswapd/kcompactd share of
- * Mel Gorman's 2018 series in user space (DESIGN.md layer 9).
+ * Mel Gorman's 2018 series in user space (docs/DESIGN.md).
  *
  * The page layer (page.c) keeps the watermarks and the boost: under a
  * heap budget, an external fragmentation event raises the boost and

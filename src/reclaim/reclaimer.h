@@ -1,4 +1,4 @@
-/* reclaimer.h — the background reclaimer thread (DESIGN.md layer 9). */
+/* reclaimer.h — the background reclaimer thread (docs/DESIGN.md). */
 #ifndef SL_RECLAIMER_H
 #define SL_RECLAIMER_H
 
