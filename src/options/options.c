@@ -1,9 +1,23 @@
-/* options.c — parse the SLUICE_* environment once. See options.h. */
+/* options.c — parse the SLUICE_* environment once. See options.h.
+ *
+ * Every option is never silently wrong: a value that does not parse, is out
+ * of range or is not one of the accepted words gets one line on stderr
+ * naming the variable, the value and what is accepted, and the default is
+ * used; an unknown SLUICE_* variable gets one line with the nearest known
+ * name. Valid settings print nothing. SLUICE_OPTIONS="check=1,purge=off"
+ * sets any of them in one variable (for service managers); a variable of
+ * its own wins over it. Nothing here allocates: getenv, environ, a stack
+ * buffer and write(2).
+ */
 #include "options.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include "../base/fatal.h"
+#include "../os/os.h"
 
 struct sl_options sl_opt = {
 #define X(field, env, def, parse, text) .field = def,
@@ -13,51 +27,87 @@ struct sl_options sl_opt = {
 
 static _Atomic int options_done;
 
-static long parse_long(const char *s, long def)
+/* Each parser: true and *v set, or false (then the caller reports it with
+ * the parser's `accepts` text). */
+#define NUM_MAX (1L << 40)
+
+static bool parse_long(const char *s, long *v)
 {
-    long v = 0;
+    long n = 0;
     if (!*s)
-        return def;
+        return false;
     for (; *s; s++) {
         if (*s < '0' || *s > '9')
-            return def;
-        v = v * 10 + (*s - '0');
-        if (v > (1L << 40))
-            return def;
+            return false;
+        n = n * 10 + (*s - '0');
+        if (n > NUM_MAX)
+            return false;
     }
-    return v;
+    *v = n;
+    return true;
+}
+
+/* One of names[0..n) (case-insensitive): its index. */
+static bool parse_word(const char *s, const char *const *names, long n, long *v)
+{
+    for (long i = 0; i < n; i++)
+        if (names[i] && !strcasecmp(s, names[i])) {
+            *v = i;
+            return true;
+        }
+    return false;
+}
+
+/* The same words for every yes-or-no option. */
+static bool parse_bool(const char *s, long *v)
+{
+    static const char *const no[] = { "0", "off", "false", "no" }, *const yes[] = { "1", "on", "true", "yes" };
+    long i;
+    if (parse_word(s, no, 4, &i)) {
+        *v = 0;
+        return true;
+    }
+    if (parse_word(s, yes, 4, &i)) {
+        *v = 1;
+        return true;
+    }
+    return false;
 }
 
 char sl_publish_path[256];
 
-/* a path: kept (1), or too long or empty (0) */
-static long parse_publish(const char *s, long def)
+/* a path: kept (1) */
+static bool parse_publish(const char *s, long *v)
 {
     size_t n = strlen(s);
     if (!n || n >= sizeof sl_publish_path - 8) /* room for ".tmp" */
-        return def;
+        return false;
     memcpy(sl_publish_path, s, n + 1);
-    return 1;
+    *v = 1;
+    return true;
 }
 
-/* "json", or a number (1: the text summary) */
-static long parse_stats(const char *s, long def)
+/* "json" or "text", or a yes-or-no word (yes: the text summary) */
+static bool parse_stats(const char *s, long *v)
 {
-    return !strcmp(s, "json") ? STATS_JSON : parse_long(s, def);
+    static const char *const names[] = { [STATS_TEXT] = "text", [STATS_JSON] = "json" };
+    if (parse_word(s, names, 3, v))
+        return true;
+    if (!parse_bool(s, v))
+        return false;
+    *v = *v ? STATS_TEXT : STATS_OFF;
+    return true;
 }
 
-static long parse_purge(const char *s, long def)
+static bool parse_purge(const char *s, long *v)
 {
     static const char *const names[] = { [PURGE_FREE] = "free", [PURGE_DONTNEED] = "dontneed", [PURGE_OFF] = "off" };
-    for (long i = 0; i < 3; i++)
-        if (!strcmp(s, names[i]))
-            return i;
-    return def;
+    return parse_word(s, names, 3, v);
 }
 
 /* A byte count: digits with an optional K, M, G or T suffix (powers of
  * 1024), e.g. "64M". */
-static long parse_bytes(const char *s, long def)
+static bool parse_bytes(const char *s, long *v)
 {
     static const char suffixes[] = "KMGT";
     size_t n = strlen(s), d = n;
@@ -68,63 +118,233 @@ static long parse_bytes(const char *s, long def)
         d = n - 1;
     }
     char digits[24];
+    long num;
     if (!d || d >= sizeof digits)
-        return def;
+        return false;
     memcpy(digits, s, d);
     digits[d] = 0;
-    long v = parse_long(digits, -1);
-    if (v < 0 || v > (LONG_MAX >> shift))
-        return def;
-    return v << shift;
+    if (!parse_long(digits, &num) || num > (LONG_MAX >> shift))
+        return false;
+    *v = num << shift;
+    return true;
 }
 
-static long parse_mode(const char *s, long def)
+/* "auto", or a yes-or-no word */
+static bool parse_mode(const char *s, long *v)
 {
-    static const char *const names[] = { [BG_OFF] = "off", [BG_AUTO] = "auto", [BG_ON] = "on" };
-    for (long i = 0; i < 3; i++)
-        if (!strcmp(s, names[i]))
-            return i;
-    return def;
+    if (!strcasecmp(s, "auto")) {
+        *v = BG_AUTO;
+        return true;
+    }
+    if (!parse_bool(s, v))
+        return false;
+    *v = *v ? BG_ON : BG_OFF;
+    return true;
 }
+static bool parse_reclaimer(const char *s, long *v) { return parse_mode(s, v); }
+static bool parse_teardown(const char *s, long *v) { return parse_mode(s, v); }
 
-/* "off" | "auto" | "on", or 0 | 1 | 2 */
-static long parse_reclaimer(const char *s, long def)
-{
-    long v = parse_mode(s, -1);
-    if (v >= 0)
-        return v;
-    v = parse_long(s, -1);
-    return v >= 0 && v <= 2 ? v : def;
-}
-
-static long parse_thp(const char *s, long def)
+static bool parse_thp(const char *s, long *v)
 {
     static const char *const names[] = { [THP_NEVER] = "never", [THP_COLLAPSE] = "collapse",
                                          [THP_MADVISE] = "madvise" };
-    for (long i = 0; i < 3; i++)
-        if (!strcmp(s, names[i]))
-            return i;
-    return def;
+    return parse_word(s, names, 3, v);
 }
 
-/* "off" | "auto" | "on", or 0 (off) | 1 (on) */
-static long parse_teardown(const char *s, long def)
+/* "auto" (the default: the online CPUs, at most 8) or a number */
+static bool parse_workers(const char *s, long *v)
 {
-    if (!strcmp(s, "0"))
-        return BG_OFF;
-    if (!strcmp(s, "1"))
-        return BG_ON;
-    return parse_mode(s, def);
+    if (!strcasecmp(s, "auto")) {
+        *v = -1;
+        return true;
+    }
+    return parse_long(s, v) && *v <= 1024;
+}
+
+/* What each parser accepts, for the report of a bad value. */
+static const char *accepts(bool (*parse)(const char *, long *))
+{
+    static const struct {
+        bool (*parse)(const char *, long *);
+        const char *what;
+    } table[] = {
+        { parse_long, "a whole number from 0 to 1099511627776" },
+        { parse_bool, "1, 0, on, off, true, false, yes or no" },
+        { parse_publish, "a file path of 1 to 247 characters" },
+        { parse_stats, "1, 0, on, off, true, false, yes, no, text or json" },
+        { parse_purge, "free, dontneed or off" },
+        { parse_bytes, "a byte count, digits with an optional K, M, G or T" },
+        { parse_reclaimer, "auto, or 1, 0, on, off, true, false, yes or no" },
+        { parse_teardown, "auto, or 1, 0, on, off, true, false, yes or no" },
+        { parse_thp, "collapse, madvise or never" },
+        { parse_workers, "auto, or a whole number from 0 to 1024" },
+    };
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (table[i].parse == parse)
+            return table[i].what;
+    return "a valid value";
+}
+
+/* One line on stderr from parts (NULL-ended), truncated to a line. */
+static void say(const char *const *parts)
+{
+    char line[512];
+    size_t n = 0;
+    for (; *parts; parts++)
+        for (const char *c = *parts; *c && n + 2 < sizeof line; c++)
+            line[n++] = *c;
+    line[n++] = '\n';
+    os_write_err(line, n);
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+struct option {
+    const char *env;   /* SLUICE_... */
+    long *field;
+    long def;
+    bool (*parse)(const char *, long *);
+};
+static const struct option options[] = {
+#define X(field, env, def, parse, text) { env, &sl_opt.field, def, parse },
+    SL_OPTION_LIST(X)
+#undef X
+};
+#define NOPTIONS (sizeof options / sizeof *options)
+
+/* Set o from value s (from where: its variable, or SLUICE_OPTIONS). */
+static void set(const struct option *o, const char *s, const char *where)
+{
+    long v;
+    if (o->parse(s, &v)) {
+        *o->field = v;
+        return;
+    }
+    *o->field = o->def;
+    char def[24];
+    def[fmt_u64(def, (uint64_t)o->def)] = 0;
+    const char *parts[] = { "sluice: ", where, o->env, "=", s, " is not valid (", accepts(o->parse),
+                            "); the default ", o->def < 0 ? "(auto)" : def, " is used", NULL };
+    say(parts);
+}
+
+/* Case-insensitive edit distance of two short names (a stack table). */
+static unsigned distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 99;
+    unsigned row[64];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (unsigned)j;
+    for (size_t i = 1; i <= la; i++) {
+        unsigned diag = row[0];
+        row[0] = (unsigned)i;
+        for (size_t j = 1; j <= lb; j++) {
+            unsigned up = row[j];
+            unsigned sub = diag + ((a[i - 1] | 0x20) != (b[j - 1] | 0x20));
+            unsigned best = up + 1 < row[j - 1] + 1 ? up + 1 : row[j - 1] + 1;
+            row[j] = sub < best ? sub : best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The option named name (its variable's name, or the part after SLUICE_
+ * in lower case), or NULL. */
+static const struct option *find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        const char *e = options[i].env, *short_name = e + 7; /* past "SLUICE_" */
+        if ((strlen(e) == len && !strncmp(e, name, len)) ||
+            (strlen(short_name) == len && !strncasecmp(short_name, name, len)))
+            return &options[i];
+    }
+    return NULL;
+}
+
+/* An unknown name: one line with the nearest known one. */
+static void unknown(const char *name, size_t len, const char *where)
+{
+    char n[64];
+    if (len >= sizeof n)
+        len = sizeof n - 1;
+    memcpy(n, name, len);
+    n[len] = 0;
+    const char *best = NULL;
+    unsigned bd = 99;
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        const char *e = options[i].env;
+        unsigned d = strncmp(n, "SLUICE_", 7) ? distance(n, e + 7) : distance(n, e);
+        if (d < bd) {
+            bd = d;
+            best = e;
+        }
+    }
+    char short_name[64] = ""; /* in SLUICE_OPTIONS, the name there: lower case, no SLUICE_ */
+    if (*where && best)
+        for (size_t i = 0; best[7 + i] && i + 1 < sizeof short_name; i++)
+            short_name[i] = (char)(best[7 + i] | 0x20), short_name[i + 1] = 0;
+    const char *parts[] = { "sluice: unknown option ", where, n, bd <= 4 ? " (did you mean " : "",
+                            bd <= 4 ? (*where ? short_name : best) : "", bd <= 4 ? "?)" : "", "; it is ignored",
+                            NULL };
+    say(parts);
+}
+
+/* SLUICE_OPTIONS: name=value pairs separated by commas (or spaces). */
+static void parse_options_list(const char *s)
+{
+    while (*s) {
+        size_t len = strcspn(s, ", ");
+        if (len) {
+            const char *eq = memchr(s, '=', len);
+            char value[256];
+            if (!eq) {
+                unknown(s, len, "in SLUICE_OPTIONS: ");
+            } else {
+                const struct option *o = find(s, (size_t)(eq - s));
+                size_t vl = len - (size_t)(eq - s) - 1;
+                if (vl >= sizeof value)
+                    vl = sizeof value - 1;
+                memcpy(value, eq + 1, vl);
+                value[vl] = 0;
+                if (o)
+                    set(o, value, "in SLUICE_OPTIONS: ");
+                else
+                    unknown(s, (size_t)(eq - s), "in SLUICE_OPTIONS: ");
+            }
+        }
+        s += len;
+        s += strspn(s, ", ");
+    }
+}
+
+extern char **environ;
+
+/* SLUICE_ variables that are no option: the fault injection of test
+ * builds (os/fault.c). */
+static bool options_ignored(const char *name, size_t len)
+{
+    return len == 12 && !strncmp(name, "SLUICE_FAULT", 12);
 }
 
 void options_init(void)
 {
     if (atomic_exchange(&options_done, 1))
         return;
-    const char *s;
-#define X(field, env, def, parse, text) \
-    if ((s = getenv(env)))               \
-        sl_opt.field = parse(s, def);
-    SL_OPTION_LIST(X)
-#undef X
+    const char *s = getenv("SLUICE_OPTIONS");
+    if (s)
+        parse_options_list(s);
+    for (size_t i = 0; i < NOPTIONS; i++)
+        if ((s = getenv(options[i].env)))
+            set(&options[i], s, "");
+    /* a SLUICE_ variable that names no option: probably a misspelling */
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "SLUICE_", 7))
+            continue;
+        size_t len = strcspn(*e, "=");
+        if (!find(*e, len) && !(len == 14 && !strncmp(*e, "SLUICE_OPTIONS", 14)) && !options_ignored(*e, len))
+            unknown(*e, len, "");
+    }
 }

@@ -2,7 +2,10 @@
  *
  * Read once, at the first allocation or at library load, whichever comes
  * first; parsing uses no allocation (getenv and a hand-written number
- * parser). The README's option table is this list.
+ * parser). A bad value, an out-of-range one or an unknown SLUICE_ name
+ * gets one line on stderr and the default (options.c); yes-or-no options
+ * take 1/0, on/off, true/false, yes/no; SLUICE_OPTIONS="name=value,..."
+ * sets any of them at once. The README's option table is this list.
  *
  *   X(field, environment name, default, meaning)
  */
@@ -17,8 +20,8 @@
     X(publish, "SLUICE_PUBLISH", 0, parse_publish,                                                \
       "a file path (%p: the process id): the reclaimer writes the statistics there as JSON every " \
       "tick, and the final ones at exit (the sluice command's timeline; turns the reclaimer on)")   \
-    X(check, "SLUICE_CHECK", 0, parse_long,                                                         \
-      "1: checked mode: canaries, zero fill, quarantine, guard pages (api/checked.c)")             \
+    X(check, "SLUICE_CHECK", 0, parse_bool,                                                         \
+      "1 (or on, true, yes): checked mode: canaries, zero fill, quarantine, guard pages (api/checked.c)")             \
     X(purge, "SLUICE_PURGE", PURGE_FREE, parse_purge, "free | dontneed | off: how free memory goes back") \
     X(dirty_decay_ms, "SLUICE_DIRTY_DECAY_MS", 1000, parse_long,                                    \
       "ms freed memory stays dirty (resident) before it is purged; 0: at once")                   \
@@ -31,10 +34,10 @@
       "bytes of pageblocks (K, M, G, T suffixes) past which a type short of room takes a piece of " \
       "another type's block before a new one is mapped; default the cgroup's memory.high or "      \
       "memory.max, else none")                                                                      \
-    X(boost, "SLUICE_BOOST", 1, parse_long,                                                        \
+    X(boost, "SLUICE_BOOST", 1, parse_bool,                                                        \
       "1: under a heap budget, an external fragmentation event boosts the watermarks and wakes the " \
       "reclaimer to win whole free pageblocks back (reclaim/boost.c); 0: no boost (the baseline)")   \
-    X(antifrag, "SLUICE_ANTIFRAG", 1, parse_long,                                                  \
+    X(antifrag, "SLUICE_ANTIFRAG", 1, parse_bool,                                                  \
       "1: pageblocks are grouped by type (SLAB, RECLAIM, RUN); 0: one type for all")               \
     X(thp, "SLUICE_THP", THP_COLLAPSE, parse_thp,                                                  \
       "collapse | madvise | never: dense, long-lived pageblocks are collapsed into transparent "   \
@@ -45,7 +48,7 @@
       "it, once the program has threads of its own (auto), always (on), or never: the caller does")  \
     X(teardown_min, "SLUICE_TEARDOWN_MIN", 64L << 20, parse_bytes,                                 \
       "bytes (K, M, G suffixes): smaller ranges are released by the caller")                        \
-    X(teardown_workers, "SLUICE_TEARDOWN_WORKERS", -1, parse_long,                                   \
+    X(teardown_workers, "SLUICE_TEARDOWN_WORKERS", -1, parse_workers,                                   \
       "most teardown workers; default the online CPUs, at most 8; 0: none, the queue is released " \
       "by freeing threads over the bound, by failed allocations and by sl_flush")                   \
     X(teardown_max_pending, "SLUICE_TEARDOWN_MAX_PENDING", 0, parse_bytes,                           \
