@@ -116,6 +116,14 @@ SL_API int sl_check(void);
  * "mapped_bytes", ...); sl_stat_name(i) lists them all, NULL past the end.
  * Unknown names give 0. */
 SL_API uint64_t sl_stat(const char *name);
+/* Every option and statistic by name, and the actions: "opt.NAME" (an
+ * option by the name after SLUICE_: read as an int64_t, and the ones that
+ * can change at run time written as one), "stat.NAME" (a statistic, read
+ * as a uint64_t), "purge", "flush", "check", "stats.print" and
+ * "stats.json" (an int file descriptor as the new value). old/oldlen read
+ * (oldlen in: room, out: size), new/newlen write. Returns 0 or ENOENT (no
+ * such name), EINVAL (wrong size or value), EPERM (read-only). */
+SL_API int sl_ctl(const char *name, void *old, size_t *oldlen, const void *new_value, size_t newlen);
 SL_API const char *sl_stat_name(size_t i);
 SL_API void sl_stats_print(int fd);
 /* The same figures as one JSON object on one line: {"version":1,

@@ -89,11 +89,15 @@ EXPORT struct mallinfo mallinfo(void)
     return m;
 }
 
+/* glibc's parameters: M_ARENA_MAX and M_ARENA_TEST are accepted and do
+ * nothing (sluice has a heap per thread, no arenas to bound); the others
+ * (trim and top pad, the mmap threshold and count, perturb) name knobs
+ * sluice does not have, and get 0, as glibc answers a parameter it does
+ * not know. sluice's own are its options (SLUICE_*, sl_ctl "opt.*"). */
 EXPORT int mallopt(int param, int value)
 {
-    (void)param;
     (void)value;
-    return 1; /* accepted; sluice's tuning is through SLUICE_* options */
+    return param == M_ARENA_MAX || param == M_ARENA_TEST;
 }
 
 EXPORT int malloc_info(int options, FILE *fp)

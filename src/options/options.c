@@ -11,6 +11,7 @@
  */
 #include "options.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 #include "../os/os.h"
 
 struct sl_options sl_opt = {
-#define X(field, env, def, parse, text) .field = def,
+#define X(field, env, def, parse, rw, text) .field = def,
     SL_OPTION_LIST(X)
 #undef X
 };
@@ -204,9 +205,10 @@ struct option {
     long *field;
     long def;
     bool (*parse)(const char *, long *);
+    bool rw;           /* may change while the program runs (sl_ctl) */
 };
 static const struct option options[] = {
-#define X(field, env, def, parse, text) { env, &sl_opt.field, def, parse },
+#define X(field, env, def, parse, rw, text) { env, &sl_opt.field, def, parse, rw },
     SL_OPTION_LIST(X)
 #undef X
 };
@@ -318,6 +320,54 @@ static void parse_options_list(const char *s)
         s += len;
         s += strspn(s, ", ");
     }
+}
+
+/* The values a parser can produce, for a value set as a number (sl_ctl). */
+static bool in_range(bool (*parse)(const char *, long *), long v)
+{
+    if (parse == parse_bool)
+        return v == 0 || v == 1;
+    if (parse == parse_stats)
+        return v >= STATS_OFF && v <= STATS_JSON;
+    if (parse == parse_purge || parse == parse_thp || parse == parse_reclaimer || parse == parse_teardown)
+        return v >= 0 && v <= 2;
+    if (parse == parse_workers)
+        return v >= -1 && v <= 1024;
+    if (parse == parse_bytes)
+        return v >= 0;
+    if (parse == parse_long)
+        return v >= 0 && v <= NUM_MAX;
+    return false; /* a path: not as a number */
+}
+
+const char *options_name(size_t i) { return i < NOPTIONS ? options[i].env + 7 : NULL; }
+
+int options_get(const char *name, long *v)
+{
+    const struct option *o = find(name, strlen(name));
+    if (!o)
+        return ENOENT;
+    *v = __atomic_load_n(o->field, __ATOMIC_RELAXED);
+    return 0;
+}
+
+bool options_runtime(const char *name)
+{
+    const struct option *o = find(name, strlen(name));
+    return o && o->rw;
+}
+
+int options_set(const char *name, long v)
+{
+    const struct option *o = find(name, strlen(name));
+    if (!o)
+        return ENOENT;
+    if (!o->rw)
+        return EPERM;
+    if (!in_range(o->parse, v))
+        return EINVAL;
+    __atomic_store_n(o->field, v, __ATOMIC_RELAXED);
+    return 0;
 }
 
 extern char **environ;

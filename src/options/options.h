@@ -7,7 +7,8 @@
  * take 1/0, on/off, true/false, yes/no; SLUICE_OPTIONS="name=value,..."
  * sets any of them at once. The README's option table is this list.
  *
- *   X(field, environment name, default, meaning)
+ *   X(field, environment name, default, parser, run-time (1: sl_ctl may
+ *     change it while the program runs), meaning)
  */
 #ifndef SL_OPTIONS_H
 #define SL_OPTIONS_H
@@ -15,45 +16,45 @@
 #include "../base/common.h"
 
 #define SL_OPTION_LIST(X)                                                                         \
-    X(stats, "SLUICE_STATS", STATS_OFF, parse_stats,                                              \
+    X(stats, "SLUICE_STATS", STATS_OFF, parse_stats, 0,                                              \
       "1: print statistics to stderr at exit; json: print them as one JSON object")               \
-    X(publish, "SLUICE_PUBLISH", 0, parse_publish,                                                \
+    X(publish, "SLUICE_PUBLISH", 0, parse_publish, 0,                                                \
       "a file path (%p: the process id): the reclaimer writes the statistics there as JSON every " \
       "tick, and the final ones at exit (the sluice command's timeline; turns the reclaimer on)")   \
-    X(check, "SLUICE_CHECK", 0, parse_bool,                                                         \
+    X(check, "SLUICE_CHECK", 0, parse_bool, 0,                                                         \
       "1 (or on, true, yes): checked mode: canaries, zero fill, quarantine, guard pages (api/checked.c)")             \
-    X(purge, "SLUICE_PURGE", PURGE_FREE, parse_purge, "free | dontneed | off: how free memory goes back") \
-    X(dirty_decay_ms, "SLUICE_DIRTY_DECAY_MS", 1000, parse_long,                                    \
+    X(purge, "SLUICE_PURGE", PURGE_FREE, parse_purge, 1, "free | dontneed | off: how free memory goes back") \
+    X(dirty_decay_ms, "SLUICE_DIRTY_DECAY_MS", 1000, parse_long, 1,                                    \
       "ms freed memory stays dirty (resident) before it is purged; 0: at once")                   \
-    X(lazy_decay_ms, "SLUICE_LAZY_DECAY_MS", 10000, parse_long,                                     \
+    X(lazy_decay_ms, "SLUICE_LAZY_DECAY_MS", 10000, parse_long, 1,                                     \
       "ms lazily freed (MADV_FREE) memory stays lazy before it is made clean")                     \
-    X(reclaimer, "SLUICE_RECLAIMER", BG_AUTO, parse_reclaimer,                               \
+    X(reclaimer, "SLUICE_RECLAIMER", BG_AUTO, parse_reclaimer, 0,                               \
       "auto | on | off: the background reclaimer thread starts once the program has threads of its "  \
       "own (auto), whenever there is memory to decay (on), or never (off)")                      \
-    X(heap_limit, "SLUICE_HEAP_LIMIT", 0, parse_bytes,                                             \
+    X(heap_limit, "SLUICE_HEAP_LIMIT", 0, parse_bytes, 1,                                             \
       "bytes of pageblocks (K, M, G, T suffixes) past which a type short of room takes a piece of " \
       "another type's block before a new one is mapped; default the cgroup's memory.high or "      \
       "memory.max, else none")                                                                      \
-    X(boost, "SLUICE_BOOST", 1, parse_bool,                                                        \
+    X(boost, "SLUICE_BOOST", 1, parse_bool, 1,                                                        \
       "1: under a heap budget, an external fragmentation event boosts the watermarks and wakes the " \
       "reclaimer to win whole free pageblocks back (reclaim/boost.c); 0: no boost (the baseline)")   \
-    X(antifrag, "SLUICE_ANTIFRAG", 1, parse_bool,                                                  \
+    X(antifrag, "SLUICE_ANTIFRAG", 1, parse_bool, 0,                                                  \
       "1: pageblocks are grouped by type (SLAB, RECLAIM, RUN); 0: one type for all")               \
-    X(thp, "SLUICE_THP", THP_COLLAPSE, parse_thp,                                                  \
+    X(thp, "SLUICE_THP", THP_COLLAPSE, parse_thp, 1,                                                  \
       "collapse | madvise | never: dense, long-lived pageblocks are collapsed into transparent "   \
       "hugepages in the background (collapse); or every pageblock is MADV_HUGEPAGE from the start " \
       "(madvise); or neither")                                                                     \
-    X(teardown, "SLUICE_TEARDOWN", BG_AUTO, parse_teardown,                                          \
+    X(teardown, "SLUICE_TEARDOWN", BG_AUTO, parse_teardown, 0,                                          \
       "auto | on | off (or 1 | 0): free of a big range returns at once and teardown workers release " \
       "it, once the program has threads of its own (auto), always (on), or never: the caller does")  \
-    X(teardown_min, "SLUICE_TEARDOWN_MIN", 64L << 20, parse_bytes,                                 \
+    X(teardown_min, "SLUICE_TEARDOWN_MIN", 64L << 20, parse_bytes, 1,                                 \
       "bytes (K, M, G suffixes): smaller ranges are released by the caller")                        \
-    X(teardown_workers, "SLUICE_TEARDOWN_WORKERS", -1, parse_workers,                                   \
+    X(teardown_workers, "SLUICE_TEARDOWN_WORKERS", -1, parse_workers, 0,                                   \
       "most teardown workers; default the online CPUs, at most 8; 0: none, the queue is released " \
       "by freeing threads over the bound, by failed allocations and by sl_flush")                   \
-    X(teardown_max_pending, "SLUICE_TEARDOWN_MAX_PENDING", 0, parse_bytes,                           \
+    X(teardown_max_pending, "SLUICE_TEARDOWN_MAX_PENDING", 0, parse_bytes, 1,                           \
       "bytes queued at most before a freeing thread releases a batch itself; default 1/8 of RAM")  \
-    X(teardown_idle_ms, "SLUICE_TEARDOWN_IDLE_MS", 30000, parse_long,                                \
+    X(teardown_idle_ms, "SLUICE_TEARDOWN_IDLE_MS", 30000, parse_long, 1,                                \
       "ms an idle teardown worker waits for work before it exits")
 
 /* SLUICE_STATS: nothing, the text summary, or one JSON object (sl_stats_json). */
@@ -71,7 +72,7 @@ enum bg_mode { BG_OFF, BG_AUTO, BG_ON };
 enum thp_mode { THP_NEVER, THP_COLLAPSE, THP_MADVISE };
 
 struct sl_options {
-#define X(field, env, def, parse, text) long field;
+#define X(field, env, def, parse, rw, text) long field;
     SL_OPTION_LIST(X)
 #undef X
 };
@@ -79,5 +80,13 @@ struct sl_options {
 extern struct sl_options sl_opt;
 extern char sl_publish_path[256]; /* SLUICE_PUBLISH's value when sl_opt.publish */
 void options_init(void); /* idempotent */
+/* sl_ctl's part (api/ctl.c), by the name after SLUICE_ in any case: the
+ * i-th option's name (NULL past the end); an option's value; a new value
+ * for one that may change at run time: 0, or ENOENT (no such option),
+ * EPERM (fixed at start), EINVAL (out of its range). */
+const char *options_name(size_t i);
+int options_get(const char *name, long *v);
+int options_set(const char *name, long v);
+bool options_runtime(const char *name); /* may it change at run time? */
 
 #endif

@@ -76,18 +76,24 @@ static bool drain_stat(const char *name, uint64_t *v)
     return false;
 }
 
-uint64_t sl_stat(const char *name)
+bool stats_lookup(const char *name, uint64_t *v)
 {
-    uint64_t v;
-    if (drain_stat(name, &v))
-        return v;
+    if (drain_stat(name, v))
+        return true;
     for (size_t i = 0; i < STAT_COUNT + GAUGE_COUNT; i++)
         if (!strcmp(names[i], name)) {
             uint64_t all[STAT_COUNT + GAUGE_COUNT];
             snapshot(all, i >= STAT_COUNT + GAUGE_block_rss_bytes && i <= STAT_COUNT + GAUGE_huge_thp_bytes);
-            return all[i];
+            *v = all[i];
+            return true;
         }
-    return 0;
+    return false;
+}
+
+uint64_t sl_stat(const char *name)
+{
+    uint64_t v;
+    return stats_lookup(name, &v) ? v : 0;
 }
 
 /* ---- output: a buffer on the stack, written with write(2) when full ------ */

@@ -158,6 +158,9 @@ sl_inline void stat_madvise(bool lazy, uint64_t bytes)
 }
 
 void stats_print(void); /* text summary to stderr, write(2) only */
+/* A statistic by name (sl_stat's, and the registry's held.NAME ...):
+ * false if there is none. */
+bool stats_lookup(const char *name, uint64_t *v);
 /* sl_stats_json, with the smaps gauges (which walk every page table) read
  * or left 0. */
 void stats_json(int fd, bool smaps);

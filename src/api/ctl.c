@@ -1,0 +1,107 @@
+/* ctl.c — sl_ctl: every option and statistic by name, with its type, and
+ * the actions (jemalloc's mallctl, mimalloc's mi_option_set, in one call).
+ *
+ *   opt.NAME     an option by the name after SLUICE_ (any case): read as
+ *                an int64_t; the run-time ones (options.h: decays, purge
+ *                mode, heap limit, boost, hugepages, teardown thresholds)
+ *                written as an int64_t, checked against its range
+ *   stat.NAME    a counter, gauge or registry figure (sl_stat's names):
+ *                read as a uint64_t; read-only
+ *   purge, flush, check        sl_purge, sl_flush, sl_check (no value)
+ *   stats.print, stats.json    the statistics to the file descriptor
+ *                              written as an int
+ *
+ * Reads: old and oldlen, *oldlen at least the type's size, set to it.
+ * Writes: new and newlen, exactly the type's size. Returns 0, or ENOENT
+ * (no such name), EINVAL (wrong size, a value out of range, a value where
+ * none is taken), EPERM (read-only: a statistic, or an option fixed at
+ * start). Nothing is changed when an error is returned.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../options/options.h"
+#include "../page/page.h"
+#include "../stats/stats.h"
+#include "sluice.h"
+
+static int read_value(void *old, size_t *oldlen, const void *val, size_t size)
+{
+    if (!old)
+        return 0;
+    if (!oldlen || *oldlen < size)
+        return EINVAL;
+    memcpy(old, val, size);
+    *oldlen = size;
+    return 0;
+}
+
+static int ctl_option(const char *name, void *old, size_t *oldlen, const void *new, size_t newlen)
+{
+    long v;
+    int err = options_get(name, &v);
+    if (err)
+        return err;
+    int64_t now = v;
+    if (old && (!oldlen || *oldlen < sizeof now))
+        return EINVAL;
+    if (new) {
+        int64_t want;
+        if (!options_runtime(name))
+            return EPERM; /* whatever the value */
+        if (newlen != sizeof want)
+            return EINVAL;
+        memcpy(&want, new, sizeof want);
+        if ((err = options_set(name, (long)want)))
+            return err;
+        if (!strcasecmp(name, "heap_limit"))
+            page_set_budget((size_t)want); /* the budget the page layer holds */
+    }
+    return read_value(old, oldlen, &now, sizeof now);
+}
+
+static int ctl_stat(const char *name, void *old, size_t *oldlen, const void *new)
+{
+    uint64_t v;
+    if (!stats_lookup(name, &v))
+        return ENOENT;
+    if (new)
+        return EPERM;
+    return read_value(old, oldlen, &v, sizeof v);
+}
+
+static int ctl_action(const char *name, void *old, const void *new, size_t newlen)
+{
+    static const char *const plain[] = { "purge", "flush", "check" }, *const printing[] = { "stats.print", "stats.json" };
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, plain[i])) {
+            if (old || new)
+                return EINVAL;
+            i == 0 ? sl_purge() : i == 1 ? sl_flush() : (void)sl_check();
+            return 0;
+        }
+    for (int i = 0; i < 2; i++)
+        if (!strcmp(name, printing[i])) {
+            int fd;
+            if (old || !new || newlen != sizeof fd)
+                return EINVAL;
+            memcpy(&fd, new, sizeof fd);
+            i == 0 ? sl_stats_print(fd) : sl_stats_json(fd);
+            return 0;
+        }
+    return ENOENT;
+}
+
+int sl_ctl(const char *name, void *old, size_t *oldlen, const void *new, size_t newlen)
+{
+    if (!name)
+        return EINVAL;
+    options_init(); /* a call before the first allocation */
+    if (!strncmp(name, "opt.", 4))
+        return ctl_option(name + 4, old, oldlen, new, newlen);
+    if (!strncmp(name, "stat.", 5))
+        return ctl_stat(name + 5, old, oldlen, new);
+    return ctl_action(name, old, new, newlen);
+}
