@@ -28,4 +28,13 @@ for opt in --interval --json --plot --compare; do
   grep -q -- "$opt" "$W/sluice.1.txt" || missing="$missing $opt"
 done
 [ -z "$missing" ] && ok "sluice(1) names every option" || bad "sluice(1) lacks:$missing"
+# every function of the API finds a page once installed (man sl_cache_alloc)
+cmake --install "$BUILD" --prefix "$W/prefix" >/dev/null 2>&1 || bad "cmake --install failed"
+missing=""
+for name in $(grep -o '\bsl_[a-z_0-9]*(' "$ROOT/include/sluice.h" | tr -d '(' | sort -u); do
+  page=$(MANPATH="$W/prefix/share/man" man -w "$name" 2>/dev/null)
+  [ -n "$page" ] && MANPATH="$W/prefix/share/man" MANWIDTH=100 man "$name" 2>/dev/null | grep -q "sl_cache_create" ||
+    missing="$missing $name"
+done
+[ -z "$missing" ] && ok "man NAME finds sluice(3) for every function" || bad "no page for:$missing"
 finish man_pages

@@ -185,6 +185,13 @@ def main():
     for name, lines in (("sluice.3", page3()), ("sluice.1", page1(command))):
         with open(os.path.join(outdir, name), "w") as f:
             f.write("\n".join(lines) + "\n")
+    # every function of the API finds sluice(3): `man sl_cache_alloc`
+    aliases = os.path.join(outdir, "aliases")
+    os.makedirs(aliases, exist_ok=True)
+    header = read("include/sluice.h")
+    for m in re.finditer(r"^SL_API [^;(]*?\b(sl_[a-z_0-9]+)\(", header, re.M):
+        with open(os.path.join(aliases, m.group(1) + ".3"), "w") as f:
+            f.write(".so man3/sluice.3\n")
 
 
 if __name__ == "__main__":
