@@ -4,6 +4,7 @@ CMAKE_FLAGS ?=
 
 FUZZ_SECONDS ?= 600
 STRESS_SECONDS ?= 1800
+STRESS_MISUSE ?= 100
 
 .PHONY: all run test bench install clean fuzz stress
 
@@ -62,15 +63,16 @@ fuzz: build-fuzz/build.ninja
 
 # The model-based tester (test/model.c) for STRESS_SECONDS (default 1800)
 # on each build: normal, UBSan, ThreadSanitizer and against the
-# fault-injection library, one after another. Each prints its seed first;
+# fault-injection library, one after another, each misuse injected
+# STRESS_MISUSE times (default 100). Each prints its seed first;
 # MODEL_SEED=N replays a failing one.
 stress: all build-tsan/build.ninja build-ubsan/build.ninja
 	cmake --build build-ubsan --target model
 	cmake --build build-tsan --target model
-	STRESS_SECONDS=$(STRESS_SECONDS) $(BUILD)/test/model
-	STRESS_SECONDS=$(STRESS_SECONDS) SLUICE_FAULT=mmap,madvise:p=0.3 $(BUILD)/test/model_fault
-	STRESS_SECONDS=$(STRESS_SECONDS) build-ubsan/test/model
-	STRESS_SECONDS=$(STRESS_SECONDS) TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" build-tsan/test/model
+	STRESS_SECONDS=$(STRESS_SECONDS) MODEL_MISUSE=$(STRESS_MISUSE) $(BUILD)/test/model
+	STRESS_SECONDS=$(STRESS_SECONDS) MODEL_MISUSE=$(STRESS_MISUSE) SLUICE_FAULT=mmap,madvise:p=0.3 $(BUILD)/test/model_fault
+	STRESS_SECONDS=$(STRESS_SECONDS) MODEL_MISUSE=$(STRESS_MISUSE) build-ubsan/test/model
+	STRESS_SECONDS=$(STRESS_SECONDS) MODEL_MISUSE=$(STRESS_MISUSE) TSAN_OPTIONS="halt_on_error=1 die_after_fork=0" build-tsan/test/model
 
 bench: all
 	python3 bench/run.py
