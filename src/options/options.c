@@ -18,6 +18,7 @@
 #include <strings.h>
 
 #include "../base/fatal.h"
+#include "../os/fault.h"
 #include "../os/os.h"
 
 struct sl_options sl_opt = {
@@ -373,10 +374,11 @@ int options_set(const char *name, long v)
 extern char **environ;
 
 /* SLUICE_ variables that are no option: the fault injection of test
- * builds (os/fault.c). */
+ * builds (os/fault.c; a release build knows nothing of it: the test
+ * release_has_no_fault_injection looks for the name in the library). */
 static bool options_ignored(const char *name, size_t len)
 {
-    return len == 12 && !strncmp(name, "SLUICE_FAULT", 12);
+    return config_fault && len == 12 && !strncmp(name, "SLUICE_FAULT", 12);
 }
 
 void options_init(void)
