@@ -14,14 +14,19 @@
  *   - fork while a shrinker runs on another thread: the child can remove
  *     it at once (no call is running there).
  *   - A shrinker that frees nothing while the heap stays short of room is
- *     asked at growing intervals (about 6 times in 3 s, not 60).
+ *     asked at growing intervals (about 5 times in 1.5 s, not 30).
+ * Every wait is for a condition, with a deadline (t.h): the boost's
+ * policy (watermarks, rise, lapse) is unit-tested in unit_antifrag.
  * Uses the sl_ names (UBSan and TSan builds run it too). */
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,11 +165,17 @@ static void boost_scenario(bool boost_on)
     pthread_t f, m;
     pthread_create(&f, NULL, filler, NULL);
     pthread_create(&m, NULL, mixer, NULL);
-    /* until an event, and the reclaimer has called the shrinker, at most 5 s (off: 1.5 s) */
-    for (int t = 0; t < (boost_on ? 5000 : 1500) &&
-                    !(boost_on && sl_stat("extfrag") && shrinker_foreign && sl_stat("boost_drains"));
-         t += 50)
-        usleep(50 * 1000);
+    if (boost_on) { /* until an event, and the reclaimer has called the shrinker and drained */
+        CHECK(T_WAIT(sl_stat("extfrag") && shrinker_foreign && sl_stat("boost_drains"), 20000));
+    } else {
+        /* until an event, and then until the reclaimer has been twice
+         * round its loop: the second pass began after the event, so with
+         * the boost on it would have boosted (an event kicks it, and the
+         * boost runs first in a pass) */
+        CHECK(T_WAIT(sl_stat("extfrag") > 0, 20000));
+        uint64_t runs = sl_stat("reclaimer_runs");
+        CHECK(T_WAIT(sl_stat("reclaimer_runs") >= runs + 2, 20000));
+    }
     stop = 1;
     pthread_join(f, NULL);
     pthread_join(m, NULL);
@@ -201,6 +212,26 @@ static void boost_scenario(bool boost_on)
 
 static void *nothing(void *arg) { return arg; }
 
+/* One step of a program that only allocates records: batches of 256, on
+ * and on while far from the budget; near it, one batch a step (the caller
+ * polls between steps: the reclaimer gets in). Done once the shrinker has
+ * been called on the reclaimer, or twice the budget was made. */
+static size_t wmark_made;
+static bool wmark_step(void)
+{
+    uint64_t budget = sl_stat("budget_bytes"), block = 2u << 20;
+    size_t cap = (size_t)(2 * budget / sizeof(struct rec));
+    do {
+        for (int i = 0; i < 256; i++, wmark_made++) {
+            struct rec *r = sl_cache_alloc(lru_cache);
+            r->v = (unsigned char)wmark_made;
+            memset(r->payload, r->v, sizeof r->payload);
+            lru_push(r);
+        }
+    } while (!shrinker_foreign && wmark_made < cap && (sl_stat("blocks") + 2) * block < budget);
+    return shrinker_foreign || wmark_made >= cap;
+}
+
 /* A program that only allocates: the headroom falling under the low
  * watermark, with no event yet, is enough for the reclaimer to be started
  * (by an owner's slow path: no dirty pages may be there to start it) and
@@ -214,23 +245,10 @@ static void watermark_starts_reclaimer(void)
     pthread_create(&t, NULL, nothing, NULL);
     pthread_join(t, NULL);
     ours = true;
-    uint64_t budget = sl_stat("budget_bytes"), block = 2u << 20;
     CHECK_EQ(sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls"), 0);
-    size_t made = 0;
-    for (int ms = 0; ms < 5000 && !shrinker_foreign && made < 2 * budget / sizeof(struct rec);) {
-        for (int i = 0; i < 256; i++, made++) {
-            struct rec *r = sl_cache_alloc(lru_cache);
-            r->v = (unsigned char)made;
-            memset(r->payload, r->v, sizeof r->payload);
-            lru_push(r);
-        }
-        if ((sl_stat("blocks") + 2) * block >= budget) { /* near the budget: let the reclaimer in */
-            usleep(1000);
-            ms++;
-        }
-    }
-    printf("boost: low watermark: %zu records made, %d shrinker calls on the reclaimer, extfrag %llu\n", made,
-           (int)shrinker_foreign, (unsigned long long)sl_stat("extfrag"));
+    CHECK(T_WAIT(wmark_step(), 20000));
+    printf("boost: low watermark: %zu records made, %d shrinker calls on the reclaimer, extfrag %llu\n",
+           wmark_made, (int)shrinker_foreign, (unsigned long long)sl_stat("extfrag"));
     CHECK(shrinker_foreign > 0);
     sl_cache_set_reclaim(lru_cache, NULL);
     for (struct rec *r = head, *next; r; r = next) {
@@ -247,14 +265,35 @@ static void watermark_starts_reclaimer(void)
 
 /* ---- removal waits for a running call --------------------------------------- */
 
-static _Atomic int slow_in, slow_out, slow_calls;
+/* slow_shrink is a call that lasts until the test lets it go: once the
+ * remover is seen blocked (slow_watch: removal_waits), or once the fork
+ * is done (slow_release: fork_during_shrink); at most 20 s. */
+static _Atomic int slow_in, slow_out, slow_calls, slow_watch, slow_release;
+static pid_t main_tid;
+
+/* Is thread tid blocked in the kernel (state S or D in /proc)? No
+ * allocation: it runs inside a shrinker. */
+static bool thread_blocked(pid_t tid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* "tid (comm) S ..." */
+    return p && (p[2] == 'S' || p[2] == 'D');
+}
 
 static size_t slow_shrink(sl_cache_t *c, size_t want)
 {
     (void)c, (void)want;
     slow_calls++;
     slow_in = 1;
-    usleep(200 * 1000);
+    T_WAIT(slow_release || (slow_watch && thread_blocked(main_tid)), 20000);
     slow_out = 1;
     return 0;
 }
@@ -266,14 +305,19 @@ static void *purger(void *arg)
     return NULL;
 }
 
+/* The call runs until this thread is seen blocked after it began the
+ * removal: a removal that waits blocks, and the call then returns before
+ * it does; one that does not wait returns with the call still running
+ * (it would be let go only at the join, once this thread blocks there). */
 static void removal_waits(void)
 {
     sl_cache_t *c = sl_cache_create("boost-slow", 64, 0, SL_CACHE_RECLAIMABLE, NULL);
     sl_cache_set_reclaim(c, slow_shrink);
+    main_tid = (pid_t)syscall(SYS_gettid);
     pthread_t p;
     pthread_create(&p, NULL, purger, NULL);
-    while (!slow_in)
-        usleep(1000);
+    CHECK(T_WAIT(slow_in, 20000));
+    slow_watch = 1; /* from here this thread blocks only in the removal (or the join) */
     sl_cache_set_reclaim(c, NULL);
     CHECK_EQ(slow_out, 1); /* returned only after the call had */
     pthread_join(p, NULL);
@@ -309,13 +353,12 @@ static void self_removal(void)
 static void fork_during_shrink(void)
 {
     sl_cache_t *c = sl_cache_create("boost-fork", 64, 0, SL_CACHE_RECLAIMABLE, NULL);
-    slow_in = slow_out = 0;
+    slow_in = slow_out = slow_watch = slow_release = 0;
     sl_cache_set_reclaim(c, slow_shrink);
     pthread_t p;
     pthread_create(&p, NULL, purger, NULL);
-    while (!slow_in)
-        usleep(1000);
-    pid_t pid = fork();
+    CHECK(T_WAIT(slow_in, 20000));
+    pid_t pid = fork(); /* the call is running, and lasts until slow_release */
     if (pid == 0) {
         alarm(5); /* a hang is a failure, not a stuck test */
         sl_cache_set_reclaim(c, NULL); /* no call is running here */
@@ -324,30 +367,49 @@ static void fork_during_shrink(void)
         sl_cache_destroy(c);
         _exit(0);
     }
+    slow_release = 1;
     int status = 0;
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     pthread_join(p, NULL);
+    CHECK_EQ(slow_out, 1);
     sl_cache_destroy(c); /* forgets the shrinker, waiting as removal does */
 }
 
 /* ---- a shrinker that frees nothing is asked less and less ---------------------- */
 
+enum { STUCK_MAX = 256, STUCK_WINDOW_MS = 1500 };
 static _Atomic int stuck_calls;
-static _Atomic uint64_t stuck_first_ms;
+static _Atomic uint64_t stuck_ms[STUCK_MAX]; /* when each ask came */
 static size_t refusing_shrink(sl_cache_t *c, size_t want)
 {
     (void)c;
     (void)want;
-    if (!stuck_calls++)
-        stuck_first_ms = t_now_ms();
+    int k = stuck_calls++;
+    if (k < STUCK_MAX)
+        stuck_ms[k] = t_now_ms();
     return 0;
+}
+
+/* Has the window closed: an ask STUCK_WINDOW_MS or more after the first
+ * ask at or after from_ms (*first: its index)? */
+static bool stuck_window_closed(uint64_t from_ms, int *first)
+{
+    int n = stuck_calls < STUCK_MAX ? stuck_calls : STUCK_MAX;
+    for (*first = 0; *first < n && stuck_ms[*first] < from_ms; ++*first)
+        ;
+    return *first < n && stuck_ms[n - 1] >= stuck_ms[*first] + STUCK_WINDOW_MS;
 }
 
 /* The heap held under the high watermark by live buffers (no event, no
  * progress possible): the reclaimer keeps boosting, and a shrinker that
  * frees nothing is asked at 50 ms, then at intervals doubling up to 1.6 s
- * (boost.c shrink_due): about 6 asks in 3 s, against 60 at a fixed 50 ms. */
+ * (boost.c shrink_due): about 5 asks in 1.5 s, against 30 at a fixed
+ * 50 ms. The window opens at the first ask once the buffers are all made
+ * (the deficit is steady from then on; asks before it were paced by the
+ * deficits before) and closes at the first ask 1.5 s or more after it.
+ * The times are taken in the shrinker (on the reclaimer): a late test
+ * thread does not move them, and a loaded machine only spreads them. */
 static void shrinker_backs_off(void)
 {
     sl_cache_t *c = sl_cache_create("boost-stuck", 64, 0, SL_CACHE_RECLAIMABLE, NULL);
@@ -361,17 +423,19 @@ static void shrinker_backs_off(void)
         bufs[i] = sl_malloc(BUF);
         memset(bufs[i], (int)i, BUF);
     }
-    for (int ms = 0; ms < 3000 && !stuck_calls; ms += 10)
-        usleep(10 * 1000);
-    CHECK(stuck_calls > 0);
-    int at_first = stuck_calls;
-    while (t_now_ms() - stuck_first_ms < 3000)
-        usleep(10 * 1000);
-    int calls = stuck_calls;
-    printf("boost: a shrinker that frees nothing: %d asks in its first 3 s (%d at once)\n", calls, at_first);
-    CHECK(calls >= 3);  /* asked again, at growing intervals */
-    CHECK(calls <= 15); /* not every 50 ms */
+    uint64_t made_ms = t_now_ms();
+    int first = 0;
+    CHECK(T_WAIT(stuck_window_closed(made_ms, &first), 20000)); /* asked again, 1.5 s on */
     sl_cache_set_reclaim(c, NULL);
+    int calls = stuck_calls < STUCK_MAX ? stuck_calls : STUCK_MAX, in_window = 0;
+    printf("boost: a shrinker that frees nothing: asked at");
+    for (int k = 0; k < calls; k++) {
+        in_window += k >= first && stuck_ms[k] < stuck_ms[first] + STUCK_WINDOW_MS;
+        printf(" %s%lld", k == first ? "[" : "", (long long)(stuck_ms[k] - stuck_ms[first]));
+    }
+    printf(" ms: %d asks in the 1.5 s from [\n", in_window);
+    CHECK(calls >= 3);      /* asked again, at growing intervals */
+    CHECK(in_window <= 8); /* not every 50 ms (at most 15 in 3 s, as before) */
     for (size_t i = 0; i < n; i++) {
         bad += bufs[i][0] != (unsigned char)i || bufs[i][BUF - 1] != (unsigned char)i;
         sl_free(bufs[i]);

@@ -25,11 +25,17 @@
  * the objects are 64 KiB medium runs: the frees that leave the blocks
  * dense park runs in the page caches and the shared run cache, whose
  * decay must not split the hugepages either.
- * Skipped (with a line saying so) where the kernel has THP off. */
+ * Skipped (with a line saying so) where the kernel has THP off.
+ * Every wait is for a condition, with a deadline (t.h): collapse
+ * selection and the decay's timing are unit-tested in unit_decay, so this
+ * shows the mechanism carrying them out. One fixed wait is left, in
+ * decay_had_its_chance (used twice): the injected dirty decay (100 ms),
+ * after which the reclaimer's decay would purge what a dense block freed. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,34 +99,94 @@ static int finish(void)
 
 static void *nothing(void *arg) { return arg; }
 
-/* Wait (at most ms) for a stat to reach at least v. */
-static uint64_t wait_stat(const char *name, uint64_t v, int ms)
+enum { LONG_MS = 30000 }; /* deadline of a wait: generous (a loaded machine, TSan) */
+
+/* While waiting: the program's own slow paths keep running (without a
+ * reclaimer they do the hugepage pass), and there are dirty pages in the
+ * page heap (the reclaimer does not idle a second between passes): a run
+ * too long for the page cache, freed, at most every 20 ms. True, for use
+ * in a waited condition. */
+static bool churn(void)
 {
-    uint64_t got = 0;
-    for (int t = 0; t < ms && (got = sl_stat(name)) < v; t += 50)
-        usleep(50 * 1000);
-    return got;
+    static unsigned long long last;
+    unsigned long long now = t_now_ms();
+    if (now - last >= 20) {
+        last = now;
+        sl_free(sl_malloc(512 << 10));
+    }
+    return true;
+}
+
+static uint64_t ours_kb(void) { return (sl_stat("block_thp_bytes") + sl_stat("huge_thp_bytes")) >> 10; }
+
+/* Both sides of the coverage gauges, in a reading no collapse or split
+ * moved: sluice's own the same before and after the kernel's (a pass may
+ * be running, and khugepaged). */
+static bool gauges_read(uint64_t *ours, uint64_t *kernel)
+{
+    uint64_t before = ours_kb();
+    *kernel = rollup_kb("AnonHugePages");
+    *ours = ours_kb();
+    return *ours == before;
+}
+
+/* Every block sluice counts as a hugepage block (thp_blocks), read at a
+ * moment no pass is between its pick and the kernel's answer (a picked
+ * block counts first): the same counts before and after the smaps
+ * reading, every counted block collapsed (none split yet). *bytes: the
+ * kernel's hugepage bytes in sluice's memory then. */
+static bool thp_reading(uint64_t *blocks, uint64_t *bytes)
+{
+    uint64_t c = sl_stat("thp_collapse"), b = sl_stat("thp_blocks");
+    *bytes = ours_kb() << 10;
+    *blocks = b;
+    return b == c && sl_stat("thp_collapse") == c && sl_stat("thp_blocks") == b;
+}
+
+/* Each of them still a whole hugepage in the kernel's view: none split
+ * behind sluice's back (a purge of part of one splits it). A total
+ * against an earlier one would not show it: on a busy machine the
+ * reclaimer goes on collapsing a block a second meanwhile. */
+static void thp_blocks_whole(const char *when)
+{
+    uint64_t blocks = 0, bytes = 0;
+    CHECK(T_WAIT(thp_reading(&blocks, &bytes), LONG_MS));
+    if (bytes < blocks << 21)
+        fprintf(stderr, "%s: %llu hugepage blocks, %llu MiB in hugepages\n", when, (unsigned long long)blocks,
+                (unsigned long long)(bytes >> 20));
+    CHECK(bytes >= blocks << 21);
 }
 
 static void gauges_agree(const char *when)
 {
-    uint64_t ours = (sl_stat("block_thp_bytes") + sl_stat("huge_thp_bytes")) >> 10, kernel = rollup_kb("AnonHugePages");
+    uint64_t ours = 0, kernel = 0;
+    CHECK(T_WAIT(gauges_read(&ours, &kernel), LONG_MS));
     if (ours != kernel)
         fprintf(stderr, "%s: sluice says %llu kB in hugepages, smaps_rollup %llu kB\n", when,
                 (unsigned long long)ours, (unsigned long long)kernel);
     CHECK_EQ(ours, kernel);
 }
 
-/* Keep the program's own slow paths running while waiting (without a
- * reclaimer they do the hugepage pass): a run too long for the page cache. */
-static uint64_t wait_busy(const char *name, uint64_t v, int ms)
+/* The reclaimer's decay has had its chance at pages freed at freed_ms:
+ * the dirty decay (SLUICE_DIRTY_DECAY_MS, 100 ms here, injected by
+ * CMakeLists.txt) has passed since, and then the reclaimer has begun and
+ * ended a pass (its decay, then its hugepage pass): the second pass
+ * counted after that began after it. Waiting out the decay's age is a
+ * fixed wait, the only one left in this test: nothing shows the decay has
+ * looked at the pages and left them (that is what the caller checks).
+ * With no reclaimer (hugify_advise) only this thread's slow paths (none
+ * meanwhile) and sl_purge purge: nothing to wait for. */
+static void decay_had_its_chance(unsigned long long freed_ms, bool reclaimer)
 {
-    uint64_t got = 0;
-    for (int t = 0; t < ms && (got = sl_stat(name)) < v; t += 50) {
-        sl_free(sl_malloc(512 << 10));
-        usleep(50 * 1000);
-    }
-    return got;
+    if (!reclaimer)
+        return;
+    const char *e = getenv("SLUICE_DIRTY_DECAY_MS");
+    unsigned long long due = freed_ms + (e ? strtoull(e, NULL, 10) : 1000) + 20; /* + the coarse clock's lag */
+    unsigned long long now = t_now_ms();
+    if (due > now)
+        t_sleep_ms((unsigned)(due - now));
+    uint64_t runs = sl_stat("reclaimer_runs");
+    CHECK(T_WAIT(sl_stat("reclaimer_runs") >= runs + 2, LONG_MS));
 }
 
 /* ---- busy CPUs (HUGIFY_SPIN=1) --------------------------------------------- */
@@ -153,11 +219,13 @@ static bool cpu_times(uint64_t *total, uint64_t *idle)
 
 /* Every CPU kept busy by a spinner while the blocks age and after: the
  * reclaimer collapses one block a second, not a full pass (reclaimer.c
- * hugify_pass). With /proc/stat unreadable (HUGIFY_NOSTAT: every open
- * refused) it cannot tell, takes the CPUs for idle, and collapses them
- * all in one pass. Once the spinners stop, the rest come in one pass.
- * Skipped (with a line saying so) if the spinners leave a CPU idle (a
- * CPU quota). */
+ * hugify_pass): until the 4th has come, never more than one for each
+ * second since the blocks were made (the first needs them dense for 1 s).
+ * With /proc/stat unreadable (HUGIFY_NOSTAT: every open refused) it
+ * cannot tell, takes the CPUs for idle, and collapses 8 and more in one
+ * pass while they spin. Once the spinners stop, the rest come (8 in all).
+ * The rate is not checked (with a line saying so) if the spinners leave a
+ * CPU idle (a CPU quota). */
 static int busy_cpus(void)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -169,43 +237,46 @@ static int busy_cpus(void)
     bool stat_ok = cpu_times(&t0, &i0);
     for (int i = 0; i < nspin; i++)
         pthread_create(&spin[i], NULL, spinner, NULL);
+    unsigned long long made_ms = t_now_ms(); /* no block is dense before this */
     for (int i = 0; i < N; i++) {
         objs[i] = sl_malloc(OBJ);
         memset(objs[i], i * 13 + 1, OBJ);
     }
-    /* dense for 1 s, then 3.5 s of passes; dirty pages all along, so that
-     * the reclaimer does not sleep a second between them (a pass a tick) */
-    for (int ms = 0; ms < 4500; ms += 20) {
-        sl_free(sl_malloc(512 << 10));
-        usleep(20 * 1000);
-    }
-    uint64_t busy = sl_stat("thp_collapse");
+#ifdef HUGIFY_NOSTAT
+    uint64_t want = 8; /* unknown load: a full pass */
+#else
+    uint64_t want = 4; /* one a second: the 4th about 4 s in */
+#endif
+    /* dense for 1 s, then passes; dirty pages all along (churn), so that
+     * the reclaimer does not idle a second between them (a pass a tick) */
+    bool came = T_WAIT(churn() && sl_stat("thp_collapse") >= want, LONG_MS);
+    /* and picked: a pass marks every block it picks at once (thp_blocks),
+     * and collapses them one by one (slowly, on busy CPUs) */
+    uint64_t busy = sl_stat("thp_collapse"), picked = sl_stat("thp_blocks");
+    unsigned long long took = t_now_ms() - made_ms;
     stat_ok = cpu_times(&t1, &i1) && stat_ok;
     spin_stop = 1;
     for (int i = 0; i < nspin; i++)
         pthread_join(spin[i], NULL);
     double idle = t1 > t0 ? (double)(i1 - i0) / (double)(t1 - t0) * (double)ncpu : 0; /* idle CPUs */
-    uint64_t all = wait_stat("thp_collapse", busy + 1, 3000);
-    for (int t = 0; t < 8; t++) { /* then until no more come (an idle reclaimer sleeps 1 s) */
-        usleep(1500 * 1000);
-        if (sl_stat("thp_collapse") == all)
-            break;
-        all = sl_stat("thp_collapse");
-    }
-    printf("hugify (%d spinners, %.2f CPUs idle meanwhile): %llu blocks collapsed while busy, %llu in all\n", nspin,
-           idle, (unsigned long long)busy, (unsigned long long)all);
+    /* the rest once the CPUs are idle: at least 8 in all, at a moment
+     * between passes (a block being collapsed counts in thp_blocks first) */
+    uint64_t all = 0;
+    bool rest = T_WAIT(churn() && (all = sl_stat("thp_collapse")) >= 8 && sl_stat("thp_blocks") == all, LONG_MS);
+    printf("hugify (%d spinners, %.2f CPUs idle meanwhile): %llu blocks collapsed (%llu picked) while busy, in %llu "
+           "ms; %llu in all\n",
+           nspin, idle, (unsigned long long)busy, (unsigned long long)picked, took, (unsigned long long)all);
+    CHECK(came); /* a long-lived dense block still gets its hugepage (NOSTAT: 8 in a pass) */
     if (!stat_ok || idle > 0.5) {
         printf("hugify: the spinners did not keep the CPUs busy here: the rate is not checked\n");
     } else {
-#ifdef HUGIFY_NOSTAT
-        CHECK(busy >= 8); /* unknown load: a full pass */
-#else
-        CHECK(busy >= 1); /* a long-lived dense block still gets its hugepage */
-        CHECK(busy <= 6); /* one a second, not a pass of 32 */
-        CHECK(all >= 8);  /* the rest once the CPUs are idle */
+#ifndef HUGIFY_NOSTAT
+        /* one a second (the first once dense for 1 s), not a pass of 32 */
+        CHECK(busy <= 1 + took / 1000);
+        CHECK(picked <= 1 + took / 1000);
 #endif
     }
-    CHECK(sl_stat("thp_blocks") == all);
+    CHECK(rest); /* the rest once the CPUs are idle, each one a hugepage block */
     return finish();
 }
 
@@ -219,9 +290,10 @@ static unsigned char *many[UNPIN_N];
  * waiting come wholly free while pinned, which no purge may unmap. Once
  * the pass is done with each, it must decay like any free block: the
  * dirty decay is 1 s (CMakeLists.txt), and within a few seconds of the
- * pass's end every block beyond the kept ones is unmapped. If the pass
- * ended before the frees (nothing left pinned) it says so. A fork then,
- * mid-pass: the child's own hugepage passes must still run. */
+ * pass's end every block beyond the kept ones is unmapped; and sl_purge
+ * then unmaps them all (none stays pinned once the pass is over). If the
+ * pass ended before the frees (nothing left pinned) it says so. A fork
+ * then, mid-pass: the child's own hugepage passes must still run. */
 static int unpinned_free(void)
 {
     for (int i = 0; i < UNPIN_N; i++) {
@@ -230,48 +302,43 @@ static int unpinned_free(void)
     }
     sl_free(sl_malloc(512 << 10)); /* dirty pages in the page heap: the reclaimer starts */
     uint64_t blocks = sl_stat("blocks"), at = 0;
-    for (int us = 0; us < 8000000 && !(at = sl_stat("thp_collapse") + sl_stat("thp_failed")); us += 100)
-        usleep(100);
+    /* every 100 us: the frees are to come while the pass has blocks to go */
+    T_WAIT_EVERY((at = sl_stat("thp_collapse") + sl_stat("thp_failed")) > 0, LONG_MS, 100);
     size_t bad = 0;
     for (int i = 0; i < UNPIN_N; i++) {
         for (size_t j = 0; j < OBJ; j += 1024)
             bad += many[i][j] != (unsigned char)(i * 7 + 1);
         sl_free(many[i]);
     }
-    uint64_t after_frees = sl_stat("thp_collapse") + sl_stat("thp_failed"), done = after_frees;
+    uint64_t after_frees = sl_stat("thp_collapse") + sl_stat("thp_failed");
     /* fork in the middle of the pass: the child has no pass running, so
      * its blocks are not pinned for ever, and its own passes still run
      * (they would be shut out if the pass's flag were inherited) */
     pid_t pid = fork();
     if (pid == 0) {
-        alarm(30);
+        alarm(2 * LONG_MS / 1000);
         uint64_t before = sl_stat("thp_collapse") + sl_stat("thp_advise") + sl_stat("thp_failed"), got = before;
         for (int i = 0; i < N; i++) {
             objs[i] = sl_malloc(OBJ);
             memset(objs[i], i * 13 + 1, OBJ);
         }
-        for (int ms = 0; ms < 8000 && got == before; ms += 50) { /* its own slow paths, or a new reclaimer */
-            sl_free(sl_malloc(512 << 10));
-            usleep(50 * 1000);
-            got = sl_stat("thp_collapse") + sl_stat("thp_advise") + sl_stat("thp_failed");
-        }
+        /* its own slow paths, or a new reclaimer */
+        T_WAIT(churn() && (got = sl_stat("thp_collapse") + sl_stat("thp_advise") + sl_stat("thp_failed")) > before,
+               LONG_MS);
         _exit(got > before && intact() == 0 && sl_check() == 0 ? 0 : 1);
     }
     int status = 0;
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    for (int t = 0; t < 10; t++) { /* until the pass is over */
-        usleep(300 * 1000);
-        uint64_t now = sl_stat("thp_collapse") + sl_stat("thp_failed");
-        if (now == done)
-            break;
-        done = now;
-    }
-    uint64_t free_blocks = sl_stat("blocks_free");
-    for (int ms = 0; ms < 8000 && free_blocks > 4; ms += 100) { /* the decay */
-        usleep(100 * 1000);
-        free_blocks = sl_stat("blocks_free");
-    }
+    /* the decay, once the pass is done with the blocks (a pinned block
+     * stays mapped, and counts as wholly free) */
+    uint64_t free_blocks = 0;
+    T_WAIT((free_blocks = sl_stat("blocks_free")) <= 4, LONG_MS);
+    /* sl_purge unmaps every free block no pass has pinned: once the pass
+     * is over none is left (none may stay pinned) */
+    bool emptied = T_WAIT((sl_purge(), sl_stat("blocks_free") == 0), LONG_MS);
+    /* the pass is over now (its blocks are unpinned, each counted first) */
+    uint64_t done = sl_stat("thp_collapse") + sl_stat("thp_failed");
     printf("hugify: %llu blocks; the frees began after %llu collapses and ended after %llu (the fork came then), of "
            "%llu; %llu blocks wholly free left mapped after the decay\n",
            (unsigned long long)blocks, (unsigned long long)at, (unsigned long long)after_frees,
@@ -282,7 +349,7 @@ static int unpinned_free(void)
         printf("hugify: the pass ended before the frees did: nothing was freed while pinned\n");
     else
         CHECK(free_blocks <= 4); /* the kept ones (FREE_BLOCKS_MIN) */
-    sl_purge(); /* unmaps every free block no pass has pinned: none may stay pinned */
+    CHECK(emptied);
     CHECK_EQ(sl_stat("blocks_free"), 0);
     CHECK(sl_check() == 0);
     return t_done("hugify");
@@ -292,6 +359,7 @@ int main(void)
 {
     const char *r = getenv("SLUICE_RECLAIMER");
     bool in_thread = r && !strcmp(r, "off"); /* no reclaimer: MADV_HUGEPAGE by a slow path */
+    bool reclaimer = !in_thread;
 #ifdef HUGIFY_FAULT
     bool refused = true; /* SLUICE_FAULT=madvise:every=1: every madvise fails */
 #else
@@ -325,26 +393,29 @@ int main(void)
     sl_free(sl_malloc(512 << 10)); /* dirty pages in the page heap: the reclaimer starts */
     if (refused || in_thread) {
         const char *stat = refused ? "thp_failed" : "thp_advise";
-        uint64_t got = wait_busy(stat, 4, 6000);
+        uint64_t got = 0;
+        T_WAIT(churn() && (got = sl_stat(stat)) >= 4, LONG_MS);
         printf("hugify (%s): %llu %s\n", refused ? "madvise refused" : "no reclaimer", (unsigned long long)got, stat);
         CHECK(got >= 4);
         CHECK_EQ(sl_stat("thp_collapse"), 0);
         if (refused) { /* a refused block is not counted as a hugepage, and is purged as any */
             /* a pass may be between its pick and the refusal (the block
-             * counts while it is being advised): wait for one that is not */
-            for (int t = 0; t < 3000 && (sl_stat("thp_blocks") || sl_stat("block_thp_bytes")); t += 10)
-                usleep(10 * 1000);
-            CHECK_EQ(sl_stat("thp_blocks"), 0);
-            CHECK_EQ(sl_stat("block_thp_bytes"), 0);
+             * counts while it is being advised): at a moment between passes */
+            CHECK(T_WAIT(sl_stat("thp_blocks") == 0 && sl_stat("block_thp_bytes") == 0, LONG_MS));
             /* a refused block is tried again only once it has been dense
-             * another HUGIFY_AGE_MS (1 s), not on every pass: in 1.5 s,
-             * at most twice more each */
-            uint64_t failed = sl_stat("thp_failed");
-            usleep(1500 * 1000);
+             * another DECAY_HUGIFY_AGE_MS (1 s), not on every pass: over
+             * the reclaimer's next 8 passes (a tick apart: every madvise
+             * is refused, so dirty pages stay and it never idles), at
+             * most once each for every second they took, and one more
+             * (the clock the passes read is coarse) */
+            uint64_t failed = sl_stat("thp_failed"), runs = sl_stat("reclaimer_runs");
+            unsigned long long from = t_now_ms();
+            CHECK(T_WAIT(sl_stat("reclaimer_runs") >= runs + 8, LONG_MS));
             uint64_t again = sl_stat("thp_failed") - failed, blocks = sl_stat("blocks");
-            printf("hugify (madvise refused): %llu more refusals in 1.5 s, %llu blocks\n", (unsigned long long)again,
-                   (unsigned long long)blocks);
-            CHECK(again <= 2 * blocks);
+            unsigned long long took = t_now_ms() - from;
+            printf("hugify (madvise refused): %llu more refusals in 8 passes (%llu ms), %llu blocks\n",
+                   (unsigned long long)again, took, (unsigned long long)blocks);
+            CHECK(again <= blocks * (2 + took / 1000));
         } else {
             CHECK(sl_stat("thp_blocks") >= 4);
             for (int i = 0; i < N; i += 16) { /* still dense: advised blocks are not purged */
@@ -352,7 +423,7 @@ int main(void)
                 objs[i] = NULL;
             }
             uint64_t advised = sl_stat("thp_blocks");
-            usleep(500 * 1000);
+            decay_had_its_chance(t_now_ms(), reclaimer);
             sl_purge();
             CHECK_EQ(sl_stat("thp_split"), 0);
             CHECK(sl_stat("thp_blocks") >= advised); /* none given up */
@@ -360,22 +431,18 @@ int main(void)
         gauges_agree("after the advice");
         return finish();
     }
-    /* dense for HUGIFY_AGE_MS (1 s), then the reclaimer's next pass */
-    uint64_t collapsed = wait_stat("thp_collapse", 4, 5000);
-    /* then until no more come (the reclaimer collapses 8 per pass) */
-    for (int t = 0; t < 10; t++) {
-        usleep(1500 * 1000);
-        uint64_t now = sl_stat("thp_collapse");
-        if (now == collapsed && sl_stat("thp_blocks") == now)
-            break;
-        collapsed = now;
-    }
+    /* dense for DECAY_HUGIFY_AGE_MS (1 s), then the reclaimer's next pass
+     * (all of them in it; on a busy machine one a second: the rest come
+     * while the test goes on, which changes none of its checks) */
+    CHECK(T_WAIT(sl_stat("thp_collapse") >= 4, LONG_MS));
+    uint64_t collapsed = sl_stat("thp_collapse");
     printf("hugify: %llu blocks collapsed, %llu thp blocks, %llu MiB of pageblocks in hugepages\n",
            (unsigned long long)collapsed, (unsigned long long)sl_stat("thp_blocks"),
            (unsigned long long)(sl_stat("block_thp_bytes") >> 20));
     CHECK(collapsed >= 4);
     CHECK(sl_stat("thp_blocks") >= 4);
     CHECK(sl_stat("block_thp_bytes") >= 4ull << 21);
+    thp_blocks_whole("after the collapse");
     gauges_agree("after the collapse");
     CHECK_EQ(intact(), 0);
 
@@ -385,11 +452,12 @@ int main(void)
         sl_free(objs[i]);
         objs[i] = NULL;
     }
-    usleep(800 * 1000); /* decays of 100 and 300 ms: purging would have run */
+    decay_had_its_chance(t_now_ms(), reclaimer); /* the decay would have purged them by now */
     sl_purge();
     CHECK(sl_stat("dirty_thp_bytes") > 0); /* the freed pages stay, counted */
     CHECK(sl_stat("block_thp_bytes") >= thp_before); /* none split */
     CHECK_EQ(sl_stat("thp_split"), 0);
+    thp_blocks_whole("after the purge of dense blocks");
     gauges_agree("after the purge of dense blocks");
     CHECK_EQ(intact(), 0);
 
@@ -401,13 +469,13 @@ int main(void)
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
-    /* sparse: keep one object in 8 */
+    /* sparse: keep one object in 8; sl_purge purges them (whatever the
+     * decay did first) */
     for (int i = 0; i < N; i++)
         if (i % 8 && objs[i]) {
             sl_free(objs[i]);
             objs[i] = NULL;
         }
-    usleep(800 * 1000);
     sl_purge();
     CHECK(sl_stat("thp_split") > 0);
     CHECK(sl_stat("block_thp_bytes") < thp_before);

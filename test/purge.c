@@ -7,8 +7,12 @@
  * while the reclaimer purges under them.
  *
  * Options are read at start-up, so each scenario runs in a child process
- * started with its own SLUICE_* environment. RSS checks are made only in
- * the normal build (a sanitizer's own memory would swamp them). */
+ * started with its own SLUICE_* environment (short decays injected). RSS
+ * checks are made only in the normal build (a sanitizer's own memory would
+ * swamp them). Every wait is for a condition, with a deadline (t.h); the
+ * decay's timing (ages, ticks, the cap) is unit-tested in unit_decay, so
+ * these show the mechanism carrying it out. One fixed wait is left (in
+ * scenario_calloc: see there). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdbool.h>
@@ -47,26 +51,58 @@ static uint64_t smaps(const char *key)
 
 static uint64_t held(void) { return smaps("Rss") - smaps("LazyFree"); }
 
-static void sleep_ms(long ms)
+enum { LONG_MS = 20000 }; /* deadline of a wait: generous (a loaded machine, TSan) */
+
+/* The process's threads (/proc/self/status). */
+static int threads(void)
 {
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-    nanosleep(&ts, NULL);
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : 0;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    const char *p = strstr(buf, "Threads:");
+    return p ? atoi(p + 8) : -1;
+}
+
+/* Every free byte outside dense hugepage blocks advised and the lazy ones
+ * made clean: what the decay has to do. */
+static bool decayed(void)
+{
+    return sl_stat("dirty_bytes") == sl_stat("dirty_thp_bytes") && sl_stat("lazy_bytes") == 0;
+}
+
+/* An allocation slow path (a run too long for the page cache), which runs
+ * the decay when a tick is due; true, for use in a waited condition. */
+static bool slow_path(void)
+{
+    sl_free(sl_malloc(300000));
+    return true;
 }
 
 /* ---- scenarios (run in a child) ------------------------------------------ */
 
-/* calloc must hand out zeros however the memory was freed before. */
+/* calloc must hand out zeros however the memory was freed before.
+ * Round 1 waits out a short lazy decay (20 ms, at_once_free: the calloc's
+ * own slow path then finds the lazy memory due, and makes it clean or
+ * unmaps it first): the one fixed wait of this test. The program has no
+ * thread, so there is nothing to watch for: the time passing is the
+ * condition. With the other options' decays (100 ms and more, or none)
+ * it waited for nothing, and is not made. */
 static void scenario_calloc(void)
 {
     size_t sizes[] = { 100, 40000, 300000, 900000, 3u << 20, 20u << 20 };
+    const char *lazy_env = getenv("SLUICE_LAZY_DECAY_MS");
+    long lazy_ms = lazy_env ? atol(lazy_env) : -1;
     for (int round = 0; round < 3; round++)
         for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
             size_t n = sizes[i];
             unsigned char *p = sl_malloc(n);
             memset(p, 0xa5, n);
             sl_free(p); /* dirty, or purged at once with decay 0 */
-            if (round == 1)
-                sleep_ms(60); /* decayed to lazy or clean */
+            if (round == 1 && lazy_ms >= 0 && lazy_ms <= 50)
+                t_sleep_ms(60); /* past the lazy decay and a tick: due for clean */
             unsigned char *q = sl_calloc(1, n);
             size_t bad = 0;
             for (size_t k = 0; k < n; k += 64)
@@ -110,19 +146,22 @@ static size_t fill_and_thin(void)
     return live;
 }
 
-static void check_near_live(size_t live, const char *when)
+/* RSS - LazyFree is near the live bytes: at once (wait_ms 0), or within
+ * wait_ms (a decay's last madvise may be in flight when its counts say
+ * it is done). */
+static void check_near_live(size_t live, const char *when, unsigned wait_ms)
 {
 #if SL_OVERRIDE
-    uint64_t h = held();
     /* 10% of live, plus a fixed allowance: the program itself (a few MiB)
      * and pageblock headers of blocks that still hold live objects */
-    uint64_t limit = live + live / 10 + (12u << 20);
-    if (h > limit)
+    uint64_t limit = live + live / 10 + (12u << 20), h = 0;
+    bool ok = wait_ms ? T_WAIT((h = held()) <= limit, wait_ms) : (h = held()) <= limit;
+    if (!ok)
         fprintf(stderr, "%s: Rss - LazyFree %.1f MiB, live %.1f MiB, limit %.1f MiB\n", when, h / MiB, live / MiB,
                 limit / MiB);
-    CHECK(h <= limit);
+    CHECK(ok);
 #else
-    (void)live, (void)when;
+    (void)live, (void)when, (void)wait_ms;
 #endif
 }
 
@@ -152,8 +191,8 @@ static void scenario_decay(void)
         CHECK(sl_stat("dirty_bytes") > 0);
     else
         CHECK(sl_stat("dirty_bytes") + sl_stat("lazy_bytes") > (64u << 20));
-    sleep_ms(1500); /* decays of 100 and 300 ms, ticks of 25 ms */
-    check_near_live(live, "after the decay");
+    CHECK(T_WAIT(decayed(), LONG_MS)); /* decays of 100 and 300 ms, ticks of 25 ms */
+    check_near_live(live, "after the decay", LONG_MS);
     /* free pages inside dense hugepage blocks stay (page/hugify.c) */
     CHECK_EQ(sl_stat("dirty_bytes") - sl_stat("dirty_thp_bytes"), 0);
     CHECK(sl_stat("reclaimer_runs") > 0); /* the reclaimer thread did it */
@@ -175,14 +214,17 @@ static void scenario_purge_now(void)
     CHECK_EQ(sl_stat("dirty_bytes"), 0);
     CHECK_EQ(sl_stat("lazy_bytes"), 0);
     CHECK_EQ(sl_stat("huge_cached_bytes"), 0);
-    check_near_live(live, "after sl_purge");
+    check_near_live(live, "after sl_purge", 0);
 }
 
-/* purge=off: no madvise at all; sl_purge still unmaps free pageblocks. */
+/* purge=off: no madvise at all, no reclaimer; sl_purge still unmaps free
+ * pageblocks. No thread came with the frees, so nothing but this thread
+ * could advise later (the old check waited 300 ms to see that). */
 static void scenario_off(void)
 {
+    int t0 = threads();
     fill_and_thin();
-    sleep_ms(300);
+    CHECK_EQ(threads(), t0);
     CHECK_EQ(sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls"), 0);
     CHECK_EQ(sl_stat("reclaimer_runs"), 0);
     uint64_t blocks = sl_stat("blocks");
@@ -193,6 +235,8 @@ static void scenario_off(void)
     sl_purge();
     CHECK(sl_stat("blocks") < blocks);
     CHECK_EQ(sl_stat("madv_free_calls"), 0);
+    CHECK_EQ(sl_stat("reclaimer_runs"), 0);
+    CHECK_EQ(threads(), t0);
 }
 
 /* Decay 0: every freed run is advised as it is freed. */
@@ -213,17 +257,17 @@ static void scenario_fork(void)
     become_threaded();
     char *p = sl_malloc(30u << 20);
     sl_free(sl_malloc(1u << 20)); /* starts the reclaimer in the parent */
-    sleep_ms(100);
+    CHECK(T_WAIT(sl_stat("reclaimer_runs") > 0, LONG_MS)); /* it runs */
     pid_t pid = fork();
     if (pid == 0) {
         size_t live = fill_and_thin();
-        sleep_ms(1500); /* nothing but a reclaimer in this process could purge now */
-        int ok = sl_stat("dirty_bytes") == sl_stat("dirty_thp_bytes") && sl_stat("lazy_bytes") == 0;
+        /* nothing but a reclaimer in this process could purge now */
+        int ok = T_WAIT(decayed(), LONG_MS);
         if (!ok)
             fprintf(stderr, "fork child: dirty %llu lazy %llu\n", (unsigned long long)sl_stat("dirty_bytes"),
                     (unsigned long long)sl_stat("lazy_bytes"));
 #if SL_OVERRIDE
-        ok &= held() <= live + live / 10 + (40u << 20); /* the parent's 30 MiB is shared in */
+        ok &= T_WAIT(held() <= live + live / 10 + (40u << 20), LONG_MS); /* the parent's 30 MiB is shared in */
 #else
         (void)live;
 #endif
@@ -236,31 +280,26 @@ static void scenario_fork(void)
 }
 
 /* A single-threaded program (SLUICE_RECLAIMER=auto, the default) or
- * SLUICE_RECLAIMER=off: no thread; nothing decays while the program
- * sleeps, and its own allocation slow paths run the decay once it works
- * again. */
+ * SLUICE_RECLAIMER=off: no thread; nothing decays while the program is
+ * idle (no thread came with the frees: nothing but this thread could
+ * purge; the old check idled 500 ms to see that), and its own allocation
+ * slow paths run the decay once it works again. */
 static void scenario_no_thread(void)
 {
+    int t0 = threads();
     fill_and_thin();
-    sleep_ms(500);
     CHECK_EQ(sl_stat("reclaimer_runs"), 0);
     CHECK(sl_stat("dirty_bytes") + sl_stat("lazy_bytes") > 0);
+    CHECK_EQ(threads(), t0); /* no thread came */
 #if SL_OVERRIDE /* a sanitizer runs threads of its own */
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : 0;
-    if (fd >= 0)
-        close(fd);
-    buf[n > 0 ? n : 0] = 0;
-    CHECK(strstr(buf, "Threads:\t1\n") != NULL); /* still single-threaded */
+    CHECK_EQ(threads(), 1); /* still single-threaded */
 #endif
-    for (int i = 0; i < 40 && sl_stat("dirty_bytes") + sl_stat("lazy_bytes"); i++) {
-        void *p = sl_malloc(300000); /* a page-heap slow path */
-        sl_free(p);
-        sleep_ms(50);
-    }
+    /* slow paths, until the lazy memory (300 ms) has been made clean */
+    CHECK(T_WAIT(slow_path() && sl_stat("lazy_bytes") == 0 && sl_stat("madv_dontneed_calls") > 0, LONG_MS));
     CHECK(sl_stat("madv_dontneed_calls") > 0);
     CHECK_EQ(sl_stat("lazy_bytes"), 0);
+    CHECK_EQ(sl_stat("reclaimer_runs"), 0); /* past the decays now: still no reclaimer */
+    CHECK_EQ(threads(), t0);
 }
 
 /* Threads churn medium runs and small objects while the reclaimer purges
@@ -318,10 +357,8 @@ static void scenario_churn(void)
      * every big free advised that much on every round */
     CHECK(sl_stat("madv_free_bytes") + sl_stat("madv_dontneed_bytes") <= (80u << 20));
     CHECK(sl_stat("dirty_bytes") >= (16u << 20));
-    for (int i = 0; i < 60 && sl_stat("dirty_bytes") > (8u << 20); i++) {
-        sl_free(sl_malloc(300000)); /* a slow path runs the decay when a tick is due */
-        sleep_ms(50);
-    }
+    /* slow paths (each runs the decay when a tick is due), until the 1 s decay has come */
+    CHECK(T_WAIT(slow_path() && sl_stat("dirty_bytes") <= (8u << 20), LONG_MS));
     CHECK(sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls") > 0);
     CHECK(sl_stat("dirty_bytes") <= (8u << 20));
     for (int i = 0; i < N; i += 8)
@@ -347,8 +384,7 @@ static void scenario_threads(void)
         pthread_create(&t[i], NULL, churn, (void *)(intptr_t)i);
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
-    sleep_ms(50);
-    CHECK(sl_stat("madv_free_calls") > 0);
+    CHECK(T_WAIT(sl_stat("madv_free_calls") > 0, LONG_MS));
 }
 
 /* Pressure: this process in a cgroup whose memory.high (v2) or soft limit
@@ -364,9 +400,7 @@ static void scenario_pressure(const char *cg, bool v2)
     for (int i = 0; i < 512; i++)
         if (i % 8) /* every eighth stays, so no pageblock comes wholly free */
             sl_free(runs[i]); /* far over the dirty cap: purged to lazy after the grace (a tick: 1 s here) */
-    for (int i = 0; i < 60 && sl_stat("lazy_bytes") < (32u << 20); i++)
-        sleep_ms(50);
-    CHECK(sl_stat("lazy_bytes") >= (32u << 20));
+    CHECK(T_WAIT(sl_stat("lazy_bytes") >= (32u << 20), LONG_MS));
     /* memory.high just above the current usage: headroom under 1/8 */
     char path[512], cur[64];
     snprintf(path, sizeof path, "%s/%s", cg, v2 ? "memory.current" : "memory.usage_in_bytes");
@@ -380,9 +414,7 @@ static void scenario_pressure(const char *cg, bool v2)
     fd = open(path, O_WRONLY);
     dprintf(fd, "%llu\n", usage + usage / 20);
     close(fd);
-    for (int i = 0; i < 40 && sl_stat("lazy_bytes"); i++)
-        sleep_ms(50);
-    CHECK_EQ(sl_stat("lazy_bytes"), 0);
+    CHECK(T_WAIT(sl_stat("lazy_bytes") == 0, LONG_MS));
     CHECK(sl_stat("pressure_events") > 0);
 }
 

@@ -45,6 +45,60 @@ static inline unsigned long long t_now_ms(void)
     return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
 }
 
+/* ---- waiting on a condition with a deadline ------------------------------
+ * A thread test waits for what it expects, never a fixed time: it polls
+ * the condition about every millisecond until it holds or a generous
+ * deadline passes (seconds: these tests run on loaded machines and under
+ * ThreadSanitizer, 5-20x slower), and checks that it held. The normal case
+ * goes on as soon as the condition holds. What a test must show does NOT
+ * happen for a while is checked at once and again once what does happen
+ * later has come (or with an injected option value); the policy's timing
+ * itself is unit-tested with a fake clock (unit_decay, unit_antifrag). */
+#include <stdbool.h>
+
+/* Give up the CPU for about us microseconds: the polling interval. */
+static inline void t_pause_us(unsigned us)
+{
+    struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+/* A fixed wait of ms milliseconds, for the few tests that still need one
+ * (each says why); everything else waits with t_wait_until or T_WAIT. */
+static inline void t_sleep_ms(unsigned ms) { t_pause_us(ms * 1000u); }
+
+/* Poll cond(arg) every poll_us microseconds until it holds (true) or
+ * timeout_ms have passed (false: it was asked a last time at the deadline). */
+static inline bool t_wait_until_every(bool (*cond)(void *), void *arg, unsigned timeout_ms, unsigned poll_us)
+{
+    unsigned long long deadline = t_now_ms() + timeout_ms;
+    bool held;
+    while (!(held = cond(arg)) && t_now_ms() < deadline)
+        t_pause_us(poll_us);
+    return held;
+}
+
+/* Poll cond(arg) about every millisecond until it holds (true) or
+ * timeout_ms have passed (false). */
+static inline bool t_wait_until(bool (*cond)(void *), void *arg, unsigned timeout_ms)
+{
+    return t_wait_until_every(cond, arg, timeout_ms, 1000);
+}
+
+/* The same for an expression, evaluated afresh at each poll (it may have
+ * side effects: a slow path driven while waiting); its value is whether
+ * it held: CHECK(T_WAIT(sl_stat("x") > 0, 20000)). A GNU statement
+ * expression (gcc and clang: the compilers of this project). */
+#define T_WAIT_EVERY(expr, timeout_ms, poll_us)                                   \
+    __extension__({                                                               \
+        unsigned long long t_wait_deadline_ = t_now_ms() + (unsigned)(timeout_ms); \
+        bool t_wait_held_;                                                        \
+        while (!(t_wait_held_ = (expr)) && t_now_ms() < t_wait_deadline_)         \
+            t_pause_us(poll_us);                                                  \
+        t_wait_held_;                                                             \
+    })
+#define T_WAIT(expr, timeout_ms) T_WAIT_EVERY(expr, timeout_ms, 1000)
+
 /* xorshift: deterministic pseudo-random numbers for tests */
 static inline unsigned long long t_rand(unsigned long long *s)
 {
