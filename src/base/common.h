@@ -19,6 +19,18 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define sl_noinline __attribute__((noinline))
 #define sl_cold     __attribute__((cold, noinline))
+/* A table entry in a linker section (the reclaim registry's drains, the
+ * statistics' sources): kept by a link that collects unused sections
+ * (--gc-sections, as rustc links), which would drop it otherwise, since
+ * nothing names it but the section's __start_/__stop_ bounds. */
+#if defined(__has_attribute)
+#if __has_attribute(retain)
+#define sl_section_entry(name) __attribute__((used, retain, section(name), aligned(sizeof(void *))))
+#endif
+#endif
+#ifndef sl_section_entry
+#define sl_section_entry(name) __attribute__((used, section(name), aligned(sizeof(void *))))
+#endif
 
 /* SLUICE_DEBUG=ON (-DSL_DEBUG=1): cheap invariants (sl_assert) and the
  * lock order (lock.h) are checked; SL_DEBUG=2 adds the expensive walks

@@ -74,10 +74,7 @@ struct drain {
     size_t (*held)(void);                 /* bytes held now, process-wide */
 };
 
-#define DRAIN_REGISTER(var, ...)                                                                   \
-    __attribute__((used, section("sl_drain"), aligned(sizeof(void *)))) static const struct drain var = { \
-        __VA_ARGS__                                                                                 \
-    }
+#define DRAIN_REGISTER(var, ...) sl_section_entry("sl_drain") static const struct drain var = { __VA_ARGS__ }
 
 /* The drain of each order, or NULL where none is linked in (a static link
  * takes only the objects a program uses). */

@@ -122,9 +122,7 @@ enum sl_gauge {
 struct stat_source {
     void (*report)(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT]);
 };
-#define STAT_SOURCE(var, fn)                                                                            \
-    __attribute__((used, section("sl_stat_source"), aligned(sizeof(void *)))) static const struct stat_source \
-        var = { fn }
+#define STAT_SOURCE(var, fn) sl_section_entry("sl_stat_source") static const struct stat_source var = { fn }
 
 typedef _Atomic uint64_t stat_counters[STAT_COUNT];
 
