@@ -60,6 +60,29 @@ static int run(const char *argv0, const char *arg, const char *env, char *out, s
     return t_run_self(argv0, arg, env, out, cap, &len);
 }
 
+/* The value of option env in a fresh process with the variables of set
+ * (name, value pairs, NULL-ended); -12345 if none came. */
+static long shown(const char *argv0, const char *const *set, const char *env)
+{
+    int fds[2];
+    if (pipe(fds))
+        abort();
+    pid_t pid = fork();
+    if (!pid) {
+        dup2(fds[1], 1);
+        for (; *set; set += 2)
+            setenv(set[0], set[1], 1);
+        execl("/proc/self/exe", argv0, "show", env, (char *)NULL);
+        _exit(3);
+    }
+    close(fds[1]);
+    char got[64] = { 0 };
+    ssize_t n = read(fds[0], got, sizeof got - 1);
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    return n > 0 ? atol(got) : -12345;
+}
+
 static int lines(const char *s)
 {
     int n = 0;
@@ -103,22 +126,8 @@ int main(int argc, char **argv)
         }
         /* a valid value: nothing printed, and it takes effect */
         snprintf(env, sizeof env, "%s=%s", table[i].env, v->good);
-        int fds[2];
-        if (pipe(fds))
-            abort();
-        pid_t pid = fork();
-        if (!pid) {
-            dup2(fds[1], 1);
-            setenv(table[i].env, v->good, 1);
-            execl("/proc/self/exe", argv[0], "show", table[i].env, (char *)NULL);
-            _exit(3);
-        }
-        close(fds[1]);
-        char got[64] = { 0 };
-        ssize_t n = read(fds[0], got, sizeof got - 1);
-        close(fds[0]);
-        waitpid(pid, NULL, 0);
-        CHECK(n > 0 && atol(got) == v->good_is);
+        const char *set[] = { table[i].env, v->good, NULL };
+        CHECK_EQ(shown(argv[0], set, table[i].env), v->good_is);
         int st = run(argv[0], "child", env, out, sizeof out);
         if (out[0])
             printf("%s printed: %s\n", env, out);
@@ -135,25 +144,8 @@ int main(int argc, char **argv)
     run(argv[0], "child", "SLUICE_OPTIONS=check=on,purgee=off,lazy_decay_ms=soon", out, sizeof out);
     CHECK(lines(out) == 2 && strstr(out, "purgee (did you mean purge?)") && strstr(out, "SLUICE_LAZY_DECAY_MS=soon"));
     /* a variable of its own wins over SLUICE_OPTIONS */
-    {
-        int fds[2];
-        if (pipe(fds))
-            abort();
-        pid_t pid = fork();
-        if (!pid) {
-            dup2(fds[1], 1);
-            setenv("SLUICE_OPTIONS", "dirty_decay_ms=500,lazy_decay_ms=700", 1);
-            setenv("SLUICE_DIRTY_DECAY_MS", "300", 1);
-            execl("/proc/self/exe", argv[0], "show", "SLUICE_DIRTY_DECAY_MS", (char *)NULL);
-            _exit(3);
-        }
-        close(fds[1]);
-        char got[64] = { 0 };
-        ssize_t n = read(fds[0], got, sizeof got - 1);
-        close(fds[0]);
-        waitpid(pid, NULL, 0);
-        CHECK(n > 0 && atol(got) == 300);
-    }
+    const char *both[] = { "SLUICE_OPTIONS", "dirty_decay_ms=500,lazy_decay_ms=700", "SLUICE_DIRTY_DECAY_MS", "300", NULL };
+    CHECK_EQ(shown(argv[0], both, "SLUICE_DIRTY_DECAY_MS"), 300);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -f %s %s.tmp", publish_path, publish_path);
     if (system(cmd))
