@@ -62,7 +62,7 @@ _Static_assert(sizeof(struct chk_hdr) == 32, "header is the front");
 
 bool sl_checked;
 static uint64_t secret;
-static sl_lock quarantine_lock = SL_LOCK_INIT(LOCK_QUARANTINE);
+static SL_LOCK_DEFINE(quarantine_lock, LOCK_QUARANTINE);
 static struct {
     uint8_t *p[QUARANTINE_ENTRIES];
     unsigned head, count;

@@ -27,7 +27,7 @@ const struct drain *drain_of(enum drain_order order)
 
 bool drain_all(enum drain_depth depth, size_t want)
 {
-    if (lock_holds > 0)
+    if (lock_any_held())
         return false;
     for (unsigned o = 0; o < DRAIN_COUNT; o++) {
         const struct drain *d = drain_of((enum drain_order)o);
@@ -39,7 +39,7 @@ bool drain_all(enum drain_depth depth, size_t want)
 
 bool drain_after_enomem(void)
 {
-    if (draining || lock_holds > 0)
+    if (draining || lock_any_held())
         return false;
     int saved = errno;
     draining = true;

@@ -27,7 +27,7 @@
  * only one who may touch it); exited threads' are drained at once.
  *
  * Invariants: a drain runs with no lock of sluice held by its thread
- * (lock_holds == 0: drain_all checks); each order has at most one drain;
+ * (lock_any_held: drain_all checks); each order has at most one drain;
  * held() is process-wide and may be approximate (relaxed reads).
  * The entries are in one linker section, so adding one is a line beside
  * the structure it drains, and the table, the statistics (held.NAME,

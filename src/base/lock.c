@@ -12,7 +12,16 @@
 
 _Atomic int lock_fork_active;
 static __thread char lock_identity;
-__thread int lock_holds __attribute__((tls_model("initial-exec")));
+extern sl_lock *const __start_sl_locks[] __attribute__((weak, visibility("hidden")));
+extern sl_lock *const __stop_sl_locks[] __attribute__((weak, visibility("hidden")));
+
+bool lock_any_held(void)
+{
+    for (sl_lock *const *l = __start_sl_locks; l < __stop_sl_locks; l++)
+        if (lock_held_by_self(*l))
+            return true;
+    return false;
+}
 
 /* Debug builds: the lock this thread holds at each rank (NULL: none). */
 static __thread sl_lock *held_by_rank[LOCK_RANKS];
@@ -38,7 +47,6 @@ void lock_rank_check(sl_lock *l)
 
 void lock_holds_reset(void)
 {
-    lock_holds = 0;
     for (unsigned r = 0; r < LOCK_RANKS; r++)
         held_by_rank[r] = NULL;
 }
@@ -89,7 +97,6 @@ bool lock_try(sl_lock *l)
 {
     if (!try_once(l))
         return false;
-    lock_holds++;
     if (config_debug)
         held_by_rank[l->rank] = l;
     return true;
@@ -105,14 +112,11 @@ bool lock_acquire_fork(sl_lock *l, bool bounded)
     }
     if (lock_held_by_self(l)) {
         l->nested++;
-        lock_holds++;
         return true;
     }
     for (long i = 0; i < FORK_TRY_SPINS; i++) {
-        if (ld_relaxed(&l->owner) == NULL && try_once(l)) {
-            lock_holds++;
+        if (ld_relaxed(&l->owner) == NULL && try_once(l))
             return true;
-        }
         cpu_relax();
     }
     return false;

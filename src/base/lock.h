@@ -52,10 +52,14 @@ enum lock_rank {
 
 extern _Atomic int lock_fork_active;
 const void *lock_self(void); /* this thread's identity */
-/* How many holds of sluice's locks this thread has now (nested ones
- * included): work that takes locks of its own, such as the reclaim
- * registry's drains (drain.h), runs only at 0. */
-extern __thread int lock_holds;
+/* Every lock of sluice is in one table (SL_LOCK_DEFINE puts it there), so
+ * that work that takes locks of its own, such as the reclaim registry's
+ * drains (drain.h), can ask whether this thread holds any: it runs only
+ * if not. A look at each lock's owner, on that rare path only. */
+bool lock_any_held(void);
+#define SL_LOCK_DEFINE(var, rank)                                              \
+    sl_lock var = SL_LOCK_INIT(rank);                                          \
+    sl_section_entry("sl_locks") static sl_lock *const var##_in_table = &var
 
 void lock_acquire_slow(sl_lock *l);
 
@@ -68,7 +72,6 @@ sl_inline void lock_acquire(sl_lock *l)
     const void *expected = NULL;
     if (config_debug)
         lock_rank_check(l);
-    lock_holds++;
     if (likely(atomic_compare_exchange_strong_explicit(&l->owner, &expected, lock_self(), memory_order_acquire,
                                                        memory_order_relaxed)))
         return;
@@ -79,7 +82,6 @@ void lock_release_slow(sl_lock *l);
 
 sl_inline void lock_release(sl_lock *l)
 {
-    lock_holds -= lock_holds > 0; /* a fork child's frame releasing a lock the child reset: nothing */
     if (unlikely(l->nested)) {
         l->nested--;
         return;
@@ -94,8 +96,7 @@ sl_inline void lock_release(sl_lock *l)
 bool lock_try(sl_lock *l);
 void lock_reset(sl_lock *l);
 /* A fork child: its one thread holds nothing once every lock is reset
- * (a frame that fork interrupted inside a lock releases it later: its
- * release finds nothing to undo). */
+ * (the debug build's record of ranks is cleared). */
 void lock_holds_reset(void);
 /* Does this thread hold l? (fork's prepare handler) */
 sl_inline bool lock_held_by_self(sl_lock *l) { return atomic_load_explicit(&l->owner, memory_order_relaxed) == lock_self(); }

@@ -24,7 +24,7 @@
 #define HUGE_CACHE_ENTRIES 64
 #define HUGE_CACHE_BYTES   ((size_t)256 << 20)
 
-static sl_lock huge_lock = SL_LOCK_INIT(LOCK_HUGE);
+static SL_LOCK_DEFINE(huge_lock, LOCK_HUGE);
 static struct huge *cache;
 static size_t cache_bytes, cache_count, live_bytes, live_count;
 

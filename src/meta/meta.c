@@ -10,7 +10,7 @@
 #define META_CHUNK   SL_BLOCK
 #define META_CLASSES 64 /* free lists for record sizes 64, 128, ..., 4096 */
 
-static sl_lock meta_lock = SL_LOCK_INIT(LOCK_META);
+static SL_LOCK_DEFINE(meta_lock, LOCK_META);
 static uint8_t *bump, *bump_end;
 static void *free_lists[META_CLASSES];
 static _Atomic size_t mapped;

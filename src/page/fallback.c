@@ -18,7 +18,7 @@ static size_t headroom(void) { return af_headroom(budget_blocks(), page_heap.nbl
 _Atomic uint32_t page_boost_gen_word;
 
 /* An external fragmentation event: the boost rises, the reclaimer wakes. */
-static void boost_event(void)
+void boost_event(void)
 {
     if (!sl_opt.boost || !page_heap.budget)
         return;
@@ -56,29 +56,4 @@ void boost_wake(void)
         page_boost_ask_owners();
 }
 
-/* A piece of another type's block with a free chunk of `order`, in the
- * fallback table's order (antifrag.h): an external fragmentation event,
- * counted, serious or not; the boost rises; a block at least half free is
- * re-typed to the taker (its runs keep their own kind: a run's head says
- * what it is, and cache_stack keeps it out of the wrong cache). Lock held;
- * NULL if no other type has room. */
-struct block *block_fallback(enum pb_type type, unsigned order)
-{
-    for (unsigned i = 0; i < 2; i++) {
-        enum pb_type victim = af_fallbacks[type][i];
-        struct block *b = find_in_type(victim, order);
-        if (!b)
-            continue;
-        stat_add(stats_global, STAT_extfrag, 1);
-        if (af_serious(type, victim))
-            stat_add(stats_global, STAT_extfrag_serious, 1);
-        boost_event();
-        if (af_steal_whole(b->free_pages)) {
-            list_unlink(b);
-            set_type(b, type);
-        }
-        return b;
-    }
-    return NULL;
-}
 

@@ -25,6 +25,7 @@
 
 
 struct page_heap page_heap = { .lock = SL_LOCK_INIT(LOCK_PAGE_HEAP) };
+sl_section_entry("sl_locks") static sl_lock *const page_heap_lock_in_table = &page_heap.lock; /* lock.h's table */
 
 void list_unlink(struct block *b)
 {
@@ -130,7 +131,9 @@ static bool after_unlock(struct block *b, bool unmap)
     return true;
 }
 
-void page_heap_unlock(void)
+/* page_heap_unlock with system calls queued for after the lock: a block
+ * just mapped or refused (rare: once per new pageblock). */
+static sl_noinline void page_heap_unlock_calls(void)
 {
     struct block *calls[AFTER_LOCK_MAX];
     bool unmap[AFTER_LOCK_MAX];
@@ -140,6 +143,18 @@ void page_heap_unlock(void)
         unmap[i] = after_lock_unmap[i];
     }
     nafter_lock = 0;
+    page_heap_unlock(); /* the queue is empty now */
+    for (unsigned i = 0; i < ncalls; i++)
+        if (unmap[i])
+            os_unmap(calls[i], SL_BLOCK);
+        else
+            os_huge(calls[i], SL_BLOCK); /* a refusal leaves 4 KiB pages: nothing lost */
+}
+
+void page_heap_unlock(void)
+{
+    if (unlikely(nafter_lock))
+        return page_heap_unlock_calls();
     struct block *l = NULL;
     if (!gathering) {
         l = page_heap.unmapping;
@@ -148,11 +163,6 @@ void page_heap_unlock(void)
     bool wake = page_heap.boost_wake;
     page_heap.boost_wake = false;
     lock_release(&page_heap.lock);
-    for (unsigned i = 0; i < ncalls; i++)
-        if (unmap[i])
-            os_unmap(calls[i], SL_BLOCK);
-        else
-            os_huge(calls[i], SL_BLOCK); /* a refusal leaves 4 KiB pages: nothing lost */
     if (l) /* the caller may hold other locks: no thread may be started */
         blocks_release(l, false);
     if (wake)
@@ -296,13 +306,6 @@ static struct block *block_new(enum pb_type type, unsigned order)
     return b;
 }
 
-struct block *find_in_type(enum pb_type type, unsigned order)
-{
-    for (unsigned o = order; o < NBUCKETS; o++)
-        if (page_heap.lists[type][o])
-            return page_heap.lists[type][o];
-    return NULL;
-}
 
 void page_set_budget(size_t bytes)
 {

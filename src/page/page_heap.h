@@ -93,13 +93,50 @@ void hugify_fork_child(void);
  * first block of type with a free chunk of order at least order. */
 void list_unlink(struct block *b);
 void set_type(struct block *b, enum pb_type type);
-struct block *find_in_type(enum pb_type type, unsigned order);
-/* fallback.c, for page.c (lock held, but boost_wake: after it): a piece of
- * another type's block (an extfrag event), NULL if none; after a block was
- * taken, wake reclaim under the low watermark; wake it (or the owners). */
-struct block *block_fallback(enum pb_type type, unsigned order);
+/* fallback.c, for page.c (lock held, but boost_wake: after it): an extfrag
+ * event raises the boost; after a block was taken, wake reclaim under the
+ * low watermark; wake it (or the owners). */
+void boost_event(void);
 void wmark_check(void);
 void boost_wake(void);
+
+/* The first block of type with a free chunk of order at least order. */
+sl_inline struct block *find_in_type(enum pb_type type, unsigned order)
+{
+    for (unsigned o = order; o < NBUCKETS; o++)
+        if (page_heap.lists[type][o])
+            return page_heap.lists[type][o];
+    return NULL;
+}
+
+/* fallback.c's steal, inline here so that the fallback costs no calls
+ * (find_block, page.c). */
+/* A piece of another type's block with a free chunk of `order`, in the
+ * fallback table's order (antifrag.h): an external fragmentation event,
+ * counted, serious or not; the boost rises; a block at least half free is
+ * re-typed to the taker (its runs keep their own kind: a run's head says
+ * what it is, and cache_stack keeps it out of the wrong cache). Lock held;
+ * NULL if no other type has room. */
+sl_inline struct block *block_fallback(enum pb_type type, unsigned order)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        enum pb_type victim = af_fallbacks[type][i];
+        struct block *b = find_in_type(victim, order);
+        if (!b)
+            continue;
+        stat_add(stats_global, STAT_extfrag, 1);
+        if (af_serious(type, victim))
+            stat_add(stats_global, STAT_extfrag_serious, 1);
+        boost_event();
+        if (af_steal_whole(b->free_pages)) {
+            list_unlink(b);
+            set_type(b, type);
+        }
+        return b;
+    }
+    return NULL;
+}
+
 
 /* page.c, for pcache.c: take a run of n pages aligned to 2^align_order
  * pages (*clean: every page reads as zero), and give one back (parked whole

@@ -37,7 +37,7 @@
  * them, and fork's prepare handler takes this lock so a child never
  * inherits a span in flight. Order: after heaps_lock and huge_lock,
  * before the page heap lock. */
-static sl_lock purge_lock = SL_LOCK_INIT(LOCK_PURGE);
+static SL_LOCK_DEFINE(purge_lock, LOCK_PURGE);
 static _Atomic int start_fired; /* sl_events.reclaimer_start said settled, or is being asked */
 static _Atomic uint64_t last_decay_ms, last_burst_ms, last_hugify_ms;
 #define HUGIFY_EVERY_MS 1000 /* a slow path looks for dense blocks this often */

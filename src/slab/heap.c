@@ -31,14 +31,6 @@ struct heap heap_empty = { .cur = { [0 ... SL_CLASS_ZERO] = &slab_none },
                            .ids = &ids_none };
 __thread struct heap *tls_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
 
-void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
-{
-    if (h != &heap_empty)
-        stat_add(h->stats, id, n);
-    else
-        stat_add_shared(id, n);
-}
-
 /* ---- slab lists -------------------------------------------------------- */
 
 void slab_list_push(struct slab **head, struct slab *s)

@@ -128,6 +128,13 @@ struct heap {
 };
 
 extern struct heap heap_empty;
+sl_inline void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
+{
+    if (h != &heap_empty)
+        stat_add(h->stats, id, n);
+    else
+        stat_add_shared(id, n);
+}
 /* The second word of every object in a magazine: random, nonzero, set once
  * before the first heap is made. */
 extern uint64_t heap_cookie;
@@ -136,7 +143,7 @@ extern __thread struct heap *tls_heap;
 
 void *heap_alloc_small_slow(struct heap *h, unsigned cls);
 /* Count on h, or globally (slow paths only) when h is heap_empty. */
-void heap_count(struct heap *h, enum sl_stat id, uint64_t n);
+sl_inline void heap_count(struct heap *h, enum sl_stat id, uint64_t n);
 /* Free of p in a pageblock that the fast path did not take; x is its page
  * tag as the fast path read it, relative to this thread's heap
  * (tag_relative: the slow path undoes it, so the fast path keeps no copy). */

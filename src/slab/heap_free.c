@@ -96,7 +96,7 @@ static void run_free(void *p, struct page *pg)
 }
 
 /* Remote frees by threads that could get no heap (lock order: init.c). */
-static sl_lock heapless_lock = SL_LOCK_INIT(LOCK_HEAPLESS);
+static SL_LOCK_DEFINE(heapless_lock, LOCK_HEAPLESS);
 sl_lock *heapless_fork_lock(void) { return &heapless_lock; }
 
 /* Free of a live slab object (validated) of any cache: by its owner with no

@@ -20,7 +20,7 @@
 #include "../options/options.h"
 #include "heap_lists.h"
 
-static sl_lock heaps_lock = SL_LOCK_INIT(LOCK_HEAPS);
+static SL_LOCK_DEFINE(heaps_lock, LOCK_HEAPS);
 static struct heap *all_heaps, *orphans;
 static _Atomic size_t norphans;
 static pthread_key_t exit_key;

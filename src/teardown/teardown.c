@@ -44,8 +44,8 @@ struct batch {
     size_t off, n;
 };
 
-static sl_lock td_lock = SL_LOCK_INIT(LOCK_TEARDOWN);
-static sl_lock unmap_lock = SL_LOCK_INIT(LOCK_UNMAP);
+static SL_LOCK_DEFINE(td_lock, LOCK_TEARDOWN);
+static SL_LOCK_DEFINE(unmap_lock, LOCK_UNMAP);
 static struct td_range slots[TD_SLOTS];
 static struct td_range *free_slots, *head;
 static bool slots_ready;

@@ -26,7 +26,7 @@ struct zero_zone {
     uint64_t bits[ZONE_WORDS]; /* slot i live: bit i % 64 of word i / 64 */
 };
 
-static sl_lock zero_lock = SL_LOCK_INIT(LOCK_ZERO);
+static SL_LOCK_DEFINE(zero_lock, LOCK_ZERO);
 static struct zero_zone *zones, *cur_zone;
 static size_t cur_word, nzones, live_total;
 
