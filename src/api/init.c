@@ -103,7 +103,7 @@ static void fork_child(void)
 {
     for (int i = 0; i < NFORK_LOCKS; i++)
         lock_reset(fork_locks[i]);
-    lock_holds_reset();
+    lock_fork_child_reset();
     purge_fork_child();
     reclaimer_fork_child();
     teardown_fork_child();

@@ -45,7 +45,7 @@ void lock_rank_check(sl_lock *l)
     held_by_rank[l->rank] = l;
 }
 
-void lock_holds_reset(void)
+void lock_fork_child_reset(void)
 {
     for (unsigned r = 0; r < LOCK_RANKS; r++)
         held_by_rank[r] = NULL;

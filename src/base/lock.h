@@ -97,7 +97,7 @@ bool lock_try(sl_lock *l);
 void lock_reset(sl_lock *l);
 /* A fork child: its one thread holds nothing once every lock is reset
  * (the debug build's record of ranks is cleared). */
-void lock_holds_reset(void);
+void lock_fork_child_reset(void);
 /* Does this thread hold l? (fork's prepare handler) */
 sl_inline bool lock_held_by_self(sl_lock *l) { return atomic_load_explicit(&l->owner, memory_order_relaxed) == lock_self(); }
 /* The fork prepare handler's acquire. bounded: this thread already holds a
