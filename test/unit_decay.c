@@ -1,6 +1,6 @@
 /* Unit: the decay policy (src/page/decay.h) as pure functions with a fake
  * clock: where advised memory goes, the tick, the cutoffs, the dirty cap
- * and the burst, what is due for one cached huge mapping (dirty, lazy,
+ * and the burst, the drop and its regret, what is due for one cached huge mapping (dirty, lazy,
  * clean, forced), and hugepage collapse selection (dense for long enough,
  * sparse again). No threads, no sleeps. */
 #include "../src/page/decay.h"
@@ -26,6 +26,23 @@ int main(void)
     CHECK_EQ(decay_dirty_cap(80000), 10000);
     CHECK(!decay_burst(40000, 10000));
     CHECK(decay_burst(40001, 10000));
+
+    /* a drop: the active pages down by an eighth since the last burst purge */
+    CHECK(!decay_drop(7001, 8000));
+    CHECK(decay_drop(7000, 8000));
+    CHECK(decay_drop(0, 8000));
+    CHECK(!decay_drop(9000, 8000)); /* grown: no drop */
+
+    /* a drop purge's regret: half of its pages taken back before the next */
+    CHECK_EQ(decay_drop_backoff(0, 1000, 499, 250), 0);  /* kept away: no backoff */
+    CHECK_EQ(decay_drop_backoff(4000, 1000, 0, 250), 0); /* and it clears one */
+    CHECK_EQ(decay_drop_backoff(0, 0, 1000, 250), 0);    /* nothing purged: nothing to regret */
+    CHECK_EQ(decay_drop_backoff(0, 1000, 500, 250), 250); /* taken back: one tick */
+    CHECK_EQ(decay_drop_backoff(250, 1000, 900, 250), 500); /* again: doubled */
+    uint64_t b = 250;
+    for (int i = 0; i < 20; i++)
+        b = decay_drop_backoff(b, 1000, 1000, 250);
+    CHECK_EQ(b, DECAY_DROP_BACKOFF_MAX_MS); /* bounded */
 
     /* one cached huge mapping, with a fake clock: dirty 1 s, lazy 10 s */
     uint64_t t0 = 100000;

@@ -145,8 +145,11 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         hd->live = true;
         hd->req_size = size;
         live_bytes += hd->map_size;
+        purge_drop_grew();
         live_count++;
         stat_add(stats_global, STAT_huge_reuse, 1);
+        if (hd->state == PS_LAZY) /* a drop's advice taken back: its regret */
+            purge_lazy_taken(hd->map_size >> SL_PAGE_SHIFT);
         bool clean = hd->state == PS_CLEAN;
         lock_release(&huge_lock);
         release_now(&rel);
@@ -175,6 +178,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
     bool ok = pagemap_set((uintptr_t)base, map_size, (uintptr_t)hd | PM_HUGE);
     if (ok) {
         live_bytes += map_size;
+        purge_drop_grew();
         live_count++;
         stat_add(stats_global, STAT_huge_map, 1);
     } else {
@@ -213,8 +217,13 @@ void huge_free(struct huge *hd, void *p)
     if (hd->map_size <= HUGE_CACHE_BYTES / 2 && !hd->quarantined) { /* a PROT_NONE one is not reused */
         hd->state = PS_DIRTY;
         hd->state_ms = os_now_ms();
-        if (sl_opt.purge != PURGE_OFF && sl_opt.dirty_decay_ms == 0)
+        /* decay 0, or a drop with no reclaimer to decay the cache later
+         * (the program's last free, maybe): advised at once */
+        if (sl_opt.purge != PURGE_OFF &&
+            (sl_opt.dirty_decay_ms == 0 || purge_drop_free())) {
             advise_cached(hd, hd->state_ms);
+            purge_drop_advised(hd->map_size >> SL_PAGE_SHIFT);
+        }
         hd->next = cache;
         cache = hd;
         cache_bytes += hd->map_size;

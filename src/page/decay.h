@@ -18,7 +18,12 @@
  *     (at least DECAY_DIRTY_MIN_PAGES), enforced once per tick in blocks
  *     dirtied before the tick; past DECAY_DIRTY_BURST times the cap (a big
  *     free) the reclaimer is woken, or with none the freeing thread
- *     purges down to the cap itself.
+ *     purges down to the cap itself, at most once per tick;
+ *   - a drop (the active pages down by an eighth since the last burst
+ *     purge) purges every dirty page at once, tick or not: the free that
+ *     ends it may be the program's last, and with no reclaimer nothing
+ *     would run the decay while it idles; unless the last drop purges
+ *     were regretted (decay_drop_backoff).
  */
 #ifndef SL_DECAY_H
 #define SL_DECAY_H
@@ -53,6 +58,29 @@ sl_inline size_t decay_dirty_cap(size_t active_pages)
 }
 /* A free that leaves this much dirty cannot wait for the next tick. */
 sl_inline bool decay_burst(size_t dirty_pages, size_t cap) { return dirty_pages > DECAY_DIRTY_BURST * cap; }
+
+/* A drop: the active pages fell by an eighth or more from their high
+ * since the last burst purge. A program that frees 9/10 of its heap in
+ * less than a tick purges about 17 times (log base 8/7 of 10) on the way
+ * down, each time all its dirty pages (MADV_FREE: taking them back costs
+ * no fault), and keeps at most what it freed since the last step, a
+ * seventh of what it still uses. */
+sl_inline bool decay_drop(size_t active_pages, size_t active_high) { return active_pages * 8 <= active_high * 7; }
+
+/* A drop purge is regretted when the program takes back, before its next
+ * drop, at least half of the pages it advised: it was churning (a phase
+ * that frees everything, then allocates as much again), not leaving. Each
+ * regret doubles the time the next drops go unpurged (from one tick up to
+ * DECAY_DROP_BACKOFF_MAX_MS); a drop purge not regretted clears it. The
+ * new backoff, given the last one and the last drop's pages. */
+#define DECAY_DROP_BACKOFF_MAX_MS 8000
+sl_inline uint64_t decay_drop_backoff(uint64_t backoff_ms, size_t purged, size_t taken_back, uint64_t tick_ms)
+{
+    if (!purged || taken_back * 2 < purged)
+        return 0;
+    backoff_ms = backoff_ms ? 2 * backoff_ms : tick_ms;
+    return backoff_ms > DECAY_DROP_BACKOFF_MAX_MS ? DECAY_DROP_BACKOFF_MAX_MS : backoff_ms;
+}
 
 /* What is due for one piece of free memory (a cached huge mapping) in
  * state st since state_ms. */

@@ -156,6 +156,18 @@ void page_hugify(uint64_t now_ms, unsigned max, bool (*go_on)(void));
 void page_gather_begin(void);
 void page_gather_end(void);
 bool page_purge_pending(void); /* any dirty or lazy pages? */
+/* The drop policy (decay.h) for memory the page layer does not hold: a
+ * huge mapping is a drop by itself when freed (2 MiB or more of live
+ * memory gone at once), and with no reclaimer nothing would decay it
+ * later. May it be advised at once (no reclaimer running, purging on, no
+ * regret backoff)? The caller then advises it and says so
+ * (purge_drop_advised); taking advised memory back counts towards a
+ * regret (purge_lazy_taken), and an allocation that grows the live
+ * memory says so (purge_drop_grew). */
+bool purge_drop_free(void);
+void purge_drop_advised(size_t pages);
+void purge_lazy_taken(size_t pages);
+void purge_drop_grew(void);
 void purge_fork_child(void);
 /* The reclaimer is started and woken through sl_events (base/events.h),
  * outside every lock: reclaimer_start when there is something to decay

@@ -34,6 +34,7 @@ struct page_heap {
     /* written under the lock, read without it by purge_maybe */
     _Atomic size_t dirty_pages, lazy_pages, active_pages;
     _Atomic size_t thp_dirty_pages; /* of dirty_pages, those in thp blocks: never purged */
+    _Atomic size_t lazy_taken;      /* lazy pages handed out again, ever (a drop purge's regret) */
 };
 extern struct page_heap page_heap;
 

@@ -40,6 +40,13 @@
 static SL_LOCK_DEFINE(purge_lock, LOCK_PURGE);
 static _Atomic int start_fired; /* sl_events.reclaimer_start said settled, or is being asked */
 static _Atomic uint64_t last_decay_ms, last_burst_ms, last_hugify_ms;
+/* The drop policy's state (decay_drop, decay_drop_backoff): written by
+ * the thread that won last_burst_ms, read by any; approximate is fine. */
+static _Atomic size_t active_high;     /* active pages' high since the last burst purge */
+static _Atomic bool grew;              /* the active pages rose past it since the last drop purge */
+static _Atomic size_t drop_purged;     /* pages advised by the last drop's purges */
+static _Atomic size_t drop_lazy_mark;  /* page_heap.lazy_taken when that drop began */
+static _Atomic uint64_t drop_backoff_ms, drop_quiet_until_ms;
 #define HUGIFY_EVERY_MS 1000 /* a slow path looks for dense blocks this often */
 
 static void purge_list_update(struct block *b)
@@ -88,6 +95,7 @@ static bool state_take(struct block *b, unsigned first, unsigned n)
     if (b->thp)
         st_relaxed(&page_heap.thp_dirty_pages, ld_relaxed(&page_heap.thp_dirty_pages) - (d0 - b->ndirty));
     st_relaxed(&page_heap.lazy_pages, ld_relaxed(&page_heap.lazy_pages) - (l0 - b->nlazy));
+    st_relaxed(&page_heap.lazy_taken, ld_relaxed(&page_heap.lazy_taken) + (l0 - b->nlazy));
     purge_list_update(b);
     return clean;
 }
@@ -322,14 +330,16 @@ size_t purge_dirty_cap(void) { return decay_dirty_cap(ld_relaxed(&page_heap.acti
 
 /* Purge dirty pages down to the cap, largest spans first, in blocks that
  * saw no new dirty page since cutoff_ms (a block being churned reuses its
- * dirty pages within milliseconds; purging them only costs madvise calls). */
-static void enforce_cap(size_t dirty, size_t cap, uint64_t cutoff_ms, bool wait)
+ * dirty pages within milliseconds; purging them only costs madvise calls).
+ * Returns the pages advised. */
+static size_t enforce_cap(size_t dirty, size_t cap, uint64_t cutoff_ms, bool wait)
 {
     if (dirty <= cap)
-        return;
+        return 0;
     size_t done = purge_spans(PS_DIRTY, purge_target(), cutoff_ms, dirty - cap, wait);
     if (done < dirty - cap) /* parked runs last: they are the ones reused whole */
-        purge_parked(purge_target(), cutoff_ms, dirty - cap - done, wait);
+        done += purge_parked(purge_target(), cutoff_ms, dirty - cap - done, wait);
+    return done;
 }
 
 static void decay(uint64_t now, bool force, bool wait)
@@ -370,17 +380,63 @@ void page_purge_all(void)
 /* A big free with no reclaimer to wake (a single-threaded program): the
  * freeing thread purges down to the cap itself, grace or not, so that a
  * program that frees a lot and then goes idle does not keep it dirty. At
- * most once per tick: a program that frees and takes back more than the
- * cap over and over pays one purge per tick, not one per free. */
-static void burst_in_thread(size_t dirty)
+ * most once per tick, so that a program that frees and takes back more
+ * than the cap over and over pays one purge per tick, not one per free;
+ * but at once on a drop (decay_drop): the frees of a program that drops
+ * most of its heap in less than a tick may be its last. */
+/* May a drop purge now? Judges the last drops' purges by what the program
+ * took back since (decay_drop_backoff): a regret starts a backoff, during
+ * which drops purge nothing; after a growth, a drop not regretted starts
+ * afresh. */
+static bool drop_may_purge(uint64_t now)
+{
+    if (now < ld_relaxed(&drop_quiet_until_ms))
+        return false;
+    size_t taken = ld_relaxed(&page_heap.lazy_taken);
+    uint64_t b = decay_drop_backoff(ld_relaxed(&drop_backoff_ms), ld_relaxed(&drop_purged),
+                                    taken - ld_relaxed(&drop_lazy_mark), tick_ms());
+    if (b || ld_relaxed(&grew)) { /* judged: start counting afresh */
+        st_relaxed(&grew, false);
+        st_relaxed(&drop_backoff_ms, b);
+        st_relaxed(&drop_purged, 0);
+        st_relaxed(&drop_lazy_mark, taken);
+    }
+    if (b) {
+        st_relaxed(&drop_quiet_until_ms, now + b);
+        stat_add_shared(STAT_drop_regret, 1);
+        return false;
+    }
+    stat_add_shared(STAT_drop_purge, 1);
+    return true;
+}
+
+static bool no_reclaimer(void) { return !(sl_events.reclaimer_running && sl_events.reclaimer_running()); }
+
+static void burst_in_thread(size_t dirty, size_t active, bool drop)
 {
     uint64_t now = os_now_ms(), last = ld_relaxed(&last_burst_ms);
-    if (now - last < tick_ms() ||
+    bool tick_due = now - last >= tick_ms();
+    if ((!tick_due && !drop) ||
         !atomic_compare_exchange_strong_explicit(&last_burst_ms, &last, now, memory_order_relaxed,
                                                  memory_order_relaxed))
         return;
-    enforce_cap(dirty, purge_dirty_cap(), UINT64_MAX, false);
+    st_relaxed(&active_high, active);
+    if (drop && drop_may_purge(now))
+        st_relaxed(&drop_purged, ld_relaxed(&drop_purged) + enforce_cap(dirty, 0, UINT64_MAX, false));
+    else if (tick_due)
+        enforce_cap(dirty, purge_dirty_cap(), UINT64_MAX, false);
 }
+
+bool purge_drop_free(void)
+{
+    return sl_opt.purge != PURGE_OFF && no_reclaimer() && drop_may_purge(os_now_ms());
+}
+
+void purge_drop_advised(size_t pages) { st_relaxed(&drop_purged, ld_relaxed(&drop_purged) + pages); }
+
+void purge_drop_grew(void) { st_relaxed(&grew, true); }
+
+void purge_lazy_taken(size_t pages) { st_relaxed(&page_heap.lazy_taken, ld_relaxed(&page_heap.lazy_taken) + pages); }
 
 /* sl_events.reclaimer_start says false while the reclaimer should wait (a
  * program that is still single-threaded): asked again on a later slow path. */
@@ -405,11 +461,17 @@ void purge_maybe(void)
         atomic_compare_exchange_strong_explicit(&last_hugify_ms, &last, now, memory_order_relaxed,
                                                 memory_order_relaxed))
         hugify(now, false, UINT32_MAX, NULL);
-    size_t dirty = purgeable_dirty();
+    size_t dirty = purgeable_dirty(), active = ld_relaxed(&page_heap.active_pages);
+    if (active > ld_relaxed(&active_high)) {
+        st_relaxed(&active_high, active);
+        st_relaxed(&grew, true);
+    }
+    size_t cap = purge_dirty_cap();
+    bool drop = dirty > cap && decay_drop(active, ld_relaxed(&active_high));
     if (purge_at_once())
         enforce_cap(dirty, 0, UINT64_MAX, true);
-    else if (decay_burst(dirty, purge_dirty_cap()) && !purge_kick_reclaimer())
-        burst_in_thread(dirty);
+    else if ((drop || decay_burst(dirty, cap)) && !purge_kick_reclaimer())
+        burst_in_thread(dirty, active, drop);
     if (!dirty && !ld_relaxed(&page_heap.lazy_pages))
         return;
     last = ld_relaxed(&last_decay_ms);
