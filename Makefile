@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 600
 STRESS_SECONDS ?= 1800
 STRESS_MISUSE ?= 100
 
-.PHONY: all run test bench install clean fuzz stress
+.PHONY: all run test bench install uninstall clean fuzz stress
 
 all: $(BUILD)/build.ninja
 	cmake --build $(BUILD)
@@ -41,7 +41,7 @@ run: all
 test: all build-debug/build.ninja build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja
 	cd $(BUILD) && ctest --output-on-failure
 	cmake --build build-debug
-	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|man_pages|cmake_package|stats_json)$$'
+	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|man_pages|install|stats_json)$$'
 	cmake --build build-ubsan
 	cd build-ubsan && ctest --output-on-failure
 	cmake --build build-tsan
@@ -77,9 +77,27 @@ stress: all build-tsan/build.ninja build-ubsan/build.ninja
 bench: all
 	python3 bench/run.py
 
-# PREFIX=/usr/local by default: lib/libsluice.{so,a}, include/sluice.h, lib/pkgconfig/sluice.pc
-install: all
-	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
+# make install [PREFIX=/usr/local] [LIBDIR=$(PREFIX)/lib] [DESTDIR=]:
+# LIBDIR/libsluice.so.0.x.y with its links libsluice.so.0 and libsluice.so,
+# LIBDIR/libsluice.a, LIBDIR/pkgconfig/sluice.pc, LIBDIR/cmake/sluice,
+# include/sluice.h, bin/sluice, share/man/man1 and man3; all below DESTDIR
+# when given (a package's staging folder; the files name PREFIX). The
+# build is configured for PREFIX and LIBDIR first (the sluice command and
+# sluice.pc name them), a LIBDIR under PREFIX kept relative, so that the
+# CMake package stays relocatable. make uninstall removes what the last
+# install wrote (its list: $(BUILD)/install_manifest.txt), below the same
+# DESTDIR, which must be given again.
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+DESTDIR ?=
+install: $(BUILD)/build.ninja
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	  -DCMAKE_INSTALL_LIBDIR=$(patsubst $(patsubst %/,%,$(PREFIX))/%,%,$(LIBDIR)) >/dev/null
+	cmake --build $(BUILD)
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)
+
+uninstall:
+	DESTDIR=$(DESTDIR) cmake -DMANIFEST=$(abspath $(BUILD))/install_manifest.txt -P cmake/uninstall.cmake
 
 clean:
 	rm -rf $(BUILD) build-debug build-tsan build-ubsan build-fuzz
