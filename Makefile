@@ -37,11 +37,12 @@ run: all
 # the install and the real programs, which it adds nothing to), then the
 # sl_ API tests under UBSan and the multi-threaded ones under
 # ThreadSanitizer, then the fuzzer's corpus and a short fuzzing run
-# (clang), then the Rust crate's tests (when cargo is here).
+# (clang), then the Rust crates' tests, without and with the check
+# feature (when cargo is here; ctest's rust_package checks their packages).
 test: all build-debug/build.ninja build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja
 	cd $(BUILD) && ctest --output-on-failure
 	cmake --build build-debug
-	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|man_pages|install|stats_json)$$'
+	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|man_pages|install|rust_package|stats_json)$$'
 	cmake --build build-ubsan
 	cd build-ubsan && ctest --output-on-failure
 	cmake --build build-tsan
@@ -49,8 +50,10 @@ test: all build-debug/build.ninja build-tsan/build.ninja build-ubsan/build.ninja
 	cmake --build build-fuzz
 	cd build-fuzz && ctest --output-on-failure
 	@if command -v cargo >/dev/null 2>&1; then \
-	  echo "cargo test (bindings/rust)"; cd bindings/rust && CARGO_TARGET_DIR=$(CURDIR)/build/rust cargo test; \
-	else echo "cargo not found: the Rust crate's tests (bindings/rust) are not run"; fi
+	  echo "cargo test (bindings/rust), then sluice-alloc's in checked mode (feature check)"; \
+	  cd bindings/rust && CARGO_TARGET_DIR=$(CURDIR)/build/rust cargo test && \
+	  CARGO_TARGET_DIR=$(CURDIR)/build/rust cargo test -p sluice-alloc --features check; \
+	else echo "cargo not found: the Rust crates' tests (bindings/rust) are not run"; fi
 
 # Fuzz for FUZZ_SECONDS (default 600); new inputs go to build-fuzz/new,
 # crashes to build-fuzz/crash-*. Keep a finding: copy it into

@@ -56,7 +56,11 @@ fn wait(cmd: &str, mut child: Child) {
 fn main() {
     let here = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let vendored = here.join("sluice");
-    let root = if vendored.join("src").is_dir() { vendored } else { here.join("../../..") };
+    let repo = here.join("../../..");
+    let root = if vendored.join("src").is_dir() { vendored } else { repo.clone() };
+    if root != repo && repo.join("src/api/malloc.c").is_file() {
+        println!("cargo:warning=building from the copy in sluice-alloc-sys/sluice (package.sh's), not from the repository's src/: remove it");
+    }
     assert!(
         root.join("src/api/malloc.c").is_file(),
         "sluice: no C sources in {} (a package made without package.sh?)",
