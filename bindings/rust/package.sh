@@ -8,8 +8,8 @@
 # `publish` first), and removes the copy again: it is not in git, and a
 # stale one would hide edits of ../../src from `cargo test`. Packaged
 # together, sluice-alloc is verified against the sluice-alloc-sys package
-# just made before either is on crates.io (a cargo without
-# `package --workspace` cannot do that). Other arguments go to cargo
+# just made before either is on crates.io (cargo 1.90 or later; an
+# older one packages only sluice-alloc-sys before it is published). Other arguments go to cargo
 # (--allow-dirty, --no-verify, --offline, --dry-run, ...); SLUICE_ROOT
 # names another checkout to take the C sources from.
 set -euo pipefail

@@ -10,6 +10,7 @@
 //!     `T` must have no drop glue: sluice gives slabs back (shrink, purge,
 //!     destroy) without a destructor, and whatever a `Drop` would release
 //!     would leak. That is checked when the cache type is compiled.
+//!
 //! Objects borrow their cache, so none outlives it, and sluice's
 //! `sl_cache_destroy` (every slab at once) runs only when none is live.
 use std::ffi::{c_void, CString};

@@ -200,7 +200,7 @@ pub fn option(name: &str) -> Option<i64> {
     let mut v: i64 = 0;
     let mut len = std::mem::size_of::<i64>();
     let rc = unsafe { ffi::sl_ctl(cname.as_ptr(), &mut v as *mut i64 as *mut c_void, &mut len, ptr::null(), 0) };
-    (rc == 0 && len == std::mem::size_of::<i64>()).then(|| v)
+    (rc == 0 && len == std::mem::size_of::<i64>()).then_some(v)
 }
 
 /// Flags of [`Cache::with_flags`] and [`ConstructedCache::with_flags`].

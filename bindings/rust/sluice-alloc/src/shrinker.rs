@@ -27,7 +27,7 @@ pub(crate) type ShrinkFn = dyn Fn(usize) -> usize + Send + Sync + 'static;
 static REGISTRY: Mutex<Vec<(usize, Arc<ShrinkFn>)>> = Mutex::new(Vec::new());
 
 thread_local! {
-    static IN_SHRINKER: Cell<bool> = Cell::new(false);
+    static IN_SHRINKER: Cell<bool> = const { Cell::new(false) };
 }
 
 fn registry() -> MutexGuard<'static, Vec<(usize, Arc<ShrinkFn>)>> {
