@@ -61,9 +61,11 @@ step "the program needs libsluice.so.0" bash -c "readelf -d '$W/prog' | grep -q 
 step "run on the staged library" env LD_LIBRARY_PATH="$LIB" "$W/prog"
 step "it loads the staged library" bash -c "LD_LIBRARY_PATH='$LIB' ldd '$W/prog' | grep -q '$LIB/libsluice.so.0'"
 unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
-# the staged command finds the staged library (bindir to libdir)
+# the staged command finds the staged library (bindir to libdir), which
+# reports the program's final statistics
 step "bin/sluice runs a program on it" bash -c \
-  "'$STAGE/usr/bin/sluice' run -- /bin/true 2>&1 | grep -q 'peak RSS'"
+  "'$STAGE/usr/bin/sluice' run --json '$W/run.json' -- /bin/true &&
+   python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))[\"runs\"][\"sluice\"][\"final\"] is None)' '$W/run.json'"
 
 # find_package(sluice) from the staging: the package is relocatable
 step cmake-configure cmake -S "$ROOT/test/cmake_package" -B "$W/b" -DCMAKE_PREFIX_PATH="$STAGE/usr"
