@@ -23,7 +23,8 @@
 //! # How it is built
 //!
 //! The C library comes from the `sluice-alloc-sys` crate, whose package
-//! carries sluice's C sources; its `build.rs` compiles them with the
+//! carries sluice's C sources (in sluice's repository it takes them from
+//! `src/` and `include/`); its `build.rs` compiles them with the
 //! system's C compiler (`$CC`, default `cc`, with `$CFLAGS`) into a static
 //! library linked into the program. No other crate and no network: a C11
 //! compiler is all it needs, and it runs on Linux only. The library has
