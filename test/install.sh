@@ -17,10 +17,7 @@ step() { # name command...
   local name=$1; shift
   if "$@" >"$W/log" 2>&1; then ok "$name"; else bad "$name"; tail -20 "$W/log"; fi
 }
-MANIFEST=$BUILD/install_manifest.txt
-[ -f "$MANIFEST" ] && cp -p "$MANIFEST" "$W/manifest.saved"
-restore() { if [ -f "$W/manifest.saved" ]; then cp -p "$W/manifest.saved" "$MANIFEST"; else rm -f "$MANIFEST"; fi; }
-trap 'restore; rm -rf "$W"' EXIT
+keep_manifest "$BUILD" # sets MANIFEST
 
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:PATH=//p' "$BUILD/CMakeCache.txt")
 case $libdir in /*) ;; *) libdir=/usr/$libdir ;; esac
