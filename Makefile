@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 600
 STRESS_SECONDS ?= 1800
 STRESS_MISUSE ?= 100
 
-.PHONY: all run test bench install clean fuzz stress
+.PHONY: all run test bench install uninstall clean fuzz stress
 
 all: $(BUILD)/build.ninja
 	cmake --build $(BUILD)
@@ -37,11 +37,12 @@ run: all
 # the install and the real programs, which it adds nothing to), then the
 # sl_ API tests under UBSan and the multi-threaded ones under
 # ThreadSanitizer, then the fuzzer's corpus and a short fuzzing run
-# (clang), then the Rust crate's tests (when cargo is here).
+# (clang), then the Rust crates' tests, without and with the check
+# feature (when cargo is here; ctest's rust_package checks their packages).
 test: all build-debug/build.ninja build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja
 	cd $(BUILD) && ctest --output-on-failure
 	cmake --build build-debug
-	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|man_pages|cmake_package|stats_json)$$'
+	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|man_pages|install|rust_package|stats_json)$$'
 	cmake --build build-ubsan
 	cd build-ubsan && ctest --output-on-failure
 	cmake --build build-tsan
@@ -49,8 +50,10 @@ test: all build-debug/build.ninja build-tsan/build.ninja build-ubsan/build.ninja
 	cmake --build build-fuzz
 	cd build-fuzz && ctest --output-on-failure
 	@if command -v cargo >/dev/null 2>&1; then \
-	  echo "cargo test (bindings/rust)"; cd bindings/rust && CARGO_TARGET_DIR=$(CURDIR)/build/rust cargo test; \
-	else echo "cargo not found: the Rust crate's tests (bindings/rust) are not run"; fi
+	  echo "cargo test (bindings/rust), then sluice-alloc's in checked mode (feature check)"; \
+	  cd bindings/rust && CARGO_TARGET_DIR=$(CURDIR)/build/rust cargo test && \
+	  CARGO_TARGET_DIR=$(CURDIR)/build/rust cargo test -p sluice-alloc --features check; \
+	else echo "cargo not found: the Rust crates' tests (bindings/rust) are not run"; fi
 
 # Fuzz for FUZZ_SECONDS (default 600); new inputs go to build-fuzz/new,
 # crashes to build-fuzz/crash-*. Keep a finding: copy it into
@@ -77,9 +80,27 @@ stress: all build-tsan/build.ninja build-ubsan/build.ninja
 bench: all
 	python3 bench/run.py
 
-# PREFIX=/usr/local by default: lib/libsluice.{so,a}, include/sluice.h, lib/pkgconfig/sluice.pc
-install: all
-	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
+# make install [PREFIX=/usr/local] [LIBDIR=$(PREFIX)/lib] [DESTDIR=]:
+# LIBDIR/libsluice.so.0.x.y with its links libsluice.so.0 and libsluice.so,
+# LIBDIR/libsluice.a, LIBDIR/pkgconfig/sluice.pc, LIBDIR/cmake/sluice,
+# include/sluice.h, bin/sluice, share/man/man1 and man3; all below DESTDIR
+# when given (a package's staging folder; the files name PREFIX). The
+# build is configured for PREFIX and LIBDIR first (the sluice command and
+# sluice.pc name them), a LIBDIR under PREFIX kept relative, so that the
+# CMake package stays relocatable. make uninstall removes what the last
+# install wrote (its list: $(BUILD)/install_manifest.txt), below the same
+# DESTDIR, which must be given again.
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+DESTDIR ?=
+install: $(BUILD)/build.ninja
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	  -DCMAKE_INSTALL_LIBDIR=$(patsubst $(patsubst %/,%,$(PREFIX))/%,%,$(LIBDIR)) >/dev/null
+	cmake --build $(BUILD)
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)
+
+uninstall:
+	DESTDIR=$(DESTDIR) cmake -DMANIFEST=$(abspath $(BUILD))/install_manifest.txt -P cmake/uninstall.cmake
 
 clean:
 	rm -rf $(BUILD) build-debug build-tsan build-ubsan build-fuzz

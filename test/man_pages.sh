@@ -29,6 +29,7 @@ for opt in --interval --json --plot --compare; do
 done
 [ -z "$missing" ] && ok "sluice(1) names every option" || bad "sluice(1) lacks:$missing"
 # every function of the API finds a page once installed (man sl_cache_alloc)
+keep_manifest "$BUILD"
 cmake --install "$BUILD" --prefix "$W/prefix" >/dev/null 2>&1 || bad "cmake --install failed"
 missing=""
 for name in $(grep -o '\bsl_[a-z_0-9]*(' "$ROOT/include/sluice.h" | tr -d '(' | sort -u); do

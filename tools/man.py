@@ -142,7 +142,7 @@ def page3():
     out += [".SH NAME", "sluice \\- a memory allocator: drop\\-in malloc, object caches, bulk free",
             ".SH SYNOPSIS", ".nf", "\\fB#include <sluice.h>\\fR", ""]
     out += [line_start(p.replace("\\", "\\e").replace("-", "\\-") + ";") for p in protos]
-    out += [".fi", ".PP", "Link with \\fB\\-lsluice\\fR, or load with \\fBLD_PRELOAD=libsluice.so\\fR.",
+    out += [".fi", ".PP", "Link with \\fB\\-lsluice\\fR, or load with \\fBLD_PRELOAD=libsluice.so.0\\fR (the SONAME; \\fBlibsluice.so\\fR is its development link).",
             ".SH DESCRIPTION"]
     out += markdown(readme_section("Using it"))
     out += [".SH ENVIRONMENT"] + markdown(readme_section("Options"))

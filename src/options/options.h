@@ -15,13 +15,21 @@
 
 #include "../base/common.h"
 
+/* SLUICE_CHECK's default: 0, or 1 in a build made for checking (the Rust
+ * crate's `check` feature defines SL_CHECK_DEFAULT=1); the environment
+ * still decides when it says. */
+#ifndef SL_CHECK_DEFAULT
+#define SL_CHECK_DEFAULT 0
+#endif
+_Static_assert(SL_CHECK_DEFAULT == 0 || SL_CHECK_DEFAULT == 1, "SL_CHECK_DEFAULT is 0 or 1");
+
 #define SL_OPTION_LIST(X)                                                                         \
     X(stats, "SLUICE_STATS", STATS_OFF, parse_stats, 0,                                              \
       "1: print statistics to stderr at exit; json: print them as one JSON object")               \
     X(publish, "SLUICE_PUBLISH", 0, parse_publish, 0,                                                \
       "a file path (%p: the process id): the reclaimer writes the statistics there as JSON every " \
       "tick, and the final ones at exit (the sluice command's timeline; turns the reclaimer on)")   \
-    X(check, "SLUICE_CHECK", 0, parse_bool, 0,                                                         \
+    X(check, "SLUICE_CHECK", SL_CHECK_DEFAULT, parse_bool, 0,                                          \
       "1 (or on, true, yes): checked mode: canaries, zero fill, quarantine, guard pages (api/checked.c)")             \
     X(purge, "SLUICE_PURGE", PURGE_FREE, parse_purge, 1, "free | dontneed | off: how free memory goes back") \
     X(dirty_decay_ms, "SLUICE_DIRTY_DECAY_MS", 1000, parse_long, 1,                                    \

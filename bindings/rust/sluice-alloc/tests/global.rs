@@ -7,13 +7,13 @@ use std::sync::mpsc;
 use std::thread;
 
 #[global_allocator]
-static A: sluice::Sluice = sluice::Sluice;
+static A: sluice_alloc::Sluice = sluice_alloc::Sluice;
 
 #[test]
 fn allocations_go_to_sluice() {
-    let before = sluice::stat("alloc_small");
+    let before = sluice_alloc::stat("alloc_small");
     let v: Vec<Box<[u8; 100]>> = (0..10_000).map(|_| Box::new([7u8; 100])).collect();
-    assert!(sluice::stat("alloc_small") >= before + 10_000);
+    assert!(sluice_alloc::stat("alloc_small") >= before + 10_000);
     assert!(v.iter().all(|b| b[99] == 7));
 }
 
@@ -44,7 +44,7 @@ fn threads_free_each_others_memory() {
     }
     let total = consumer.join().unwrap();
     assert!(total > 0);
-    assert!(sluice::stat("free_remote") > 0, "cross-thread frees were counted as remote");
+    assert!(sluice_alloc::stat("free_remote") > 0, "cross-thread frees were counted as remote");
 }
 
 #[test]
@@ -90,9 +90,9 @@ fn large_alignments() {
 #[test]
 fn usable_size_and_stats() {
     let b = Box::new([0u8; 1000]);
-    assert!(unsafe { sluice::usable_size(b.as_ptr()) } >= 1000);
-    let names: Vec<&str> = sluice::stats().iter().map(|(n, _)| *n).collect();
+    assert!(unsafe { sluice_alloc::usable_size(b.as_ptr()) } >= 1000);
+    let names: Vec<&str> = sluice_alloc::stats().iter().map(|(n, _)| *n).collect();
     assert!(names.contains(&"alloc_small") && names.contains(&"dirty_bytes"));
-    sluice::purge();
-    sluice::flush();
+    sluice_alloc::purge();
+    sluice_alloc::flush();
 }

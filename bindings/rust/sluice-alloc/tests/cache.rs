@@ -30,10 +30,10 @@ fn typed_cache() {
 
     let objs = cache.alloc_bulk(1000, |i| Conn { id: i, buf: [i as u8; 200] }).unwrap();
     assert!(objs.iter().enumerate().all(|(i, c)| c.id == i && c.buf[7] == i as u8));
-    let before = sluice::stat("bulk_free_calls");
+    let before = sluice_alloc::stat("bulk_free_calls");
     cache.free_bulk(objs);
     assert_eq!(DROPS.load(Ordering::Relaxed), base + 1001);
-    assert!(sluice::stat("bulk_free_calls") > before);
+    assert!(sluice_alloc::stat("bulk_free_calls") > before);
     cache.shrink();
 
     // objects freed on other threads (remote frees into the cache)
@@ -46,7 +46,7 @@ fn typed_cache() {
         }
     });
     assert_eq!(DROPS.load(Ordering::Relaxed), base + 5001);
-    assert!(sluice::check());
+    assert!(sluice_alloc::check());
 }
 
 #[test]
@@ -54,4 +54,4 @@ fn refused_geometry() {
     assert!(Cache::<[u8; 1 << 20]>::new("too big").is_none());
 }
 
-use sluice::Cache;
+use sluice_alloc::Cache;
