@@ -78,12 +78,13 @@ def option_items():
 
 def stat_items():
     counters, gauges = statistics()
-    out = [".SS Counters", "Events since the program started."]
-    for name, text in counters:
-        out += [".TP", ".B " + name, roff(text)]
-    out += [".SS Gauges", "The state now."]
-    for name, text in gauges:
-        out += [".TP", ".B " + name, roff(text)]
+    out = []
+    for title, what, rows in (("Counters", "Events since the program started.", counters),
+                              ("Gauges", "The state now.", gauges)):
+        out += [".SS " + title, what, ".PD 0"]  # one line a name, as sl_stats_print lays them out
+        for name, text in rows:
+            out += [".TP 26", ".B " + name, roff(text)]
+        out += [".PD"]
     return out
 
 
