@@ -83,7 +83,7 @@ bench: all
 # make install [PREFIX=/usr/local] [LIBDIR=$(PREFIX)/lib] [DESTDIR=]:
 # LIBDIR/libsluice.so.0.x.y with its links libsluice.so.0 and libsluice.so,
 # LIBDIR/libsluice.a, LIBDIR/pkgconfig/sluice.pc, LIBDIR/cmake/sluice,
-# include/sluice.h, bin/sluice, share/man/man1 and man3; all below DESTDIR
+# include/sluice.h, bin/sluice, share/man/man1, man3 and man7; all below DESTDIR
 # when given (a package's staging folder; the files name PREFIX). The
 # build is configured for PREFIX and LIBDIR first (the sluice command and
 # sluice.pc name them), a LIBDIR under PREFIX kept relative, so that the

@@ -5,7 +5,10 @@ cycles per object (rdtsc) for each bulk size: sluice one by one vs
 sl_free_bulk, for objects of the freeing thread and of another thread, and
 the peers' one-by-one free beside them; then the same for cold objects
 (freed long after they were written). Writes bench/results/bulk.md and,
-with matplotlib, bench/results/bulk.png.   python3 bench/bulk.py"""
+with matplotlib, bench/results/bulk.png.   python3 bench/bulk.py
+docs/benchmarks/bulk.md shows the latest run (its table and chart are
+these files, copied) with its command, machine and date.
+"""
 import os
 import random
 import statistics

@@ -11,6 +11,8 @@ order; medians of REPEATS.
 
 Writes bench/results/fragment.md and, with matplotlib, fragment.png.
     python3 bench/fragment.py [--repeats N] [--budget MiB]
+docs/benchmarks/fragment.md shows the latest run (its table and chart are
+these files, copied) with its command, machine and date.
 """
 import argparse
 import os

@@ -13,6 +13,8 @@ decays against the live bytes.
 
 Writes bench/results/lazyfree.md and, with matplotlib, lazyfree.png and
 lazyfree_idle.png.     python3 bench/lazyfree.py [--repeats N] [--seconds S]
+docs/benchmarks/lazyfree.md shows the latest run (its table and chart are
+these files, copied) with its command, machine and date.
 """
 import argparse
 import os

@@ -15,7 +15,10 @@ bench/results/parallel_free.png.
 The raw figures go to bench/results/parallel_free.json; with --pages, only
 that kind is run and the other kind's rows are taken from the last run's
 JSON (each kind is interleaved within its own run, and its ratios are to
-glibc in that run)."""
+glibc in that run).
+docs/benchmarks/parallel_free.md shows the latest run (its table and chart are
+these files, copied) with its command, machine and date.
+"""
 import json
 import os
 import random

@@ -22,6 +22,8 @@ The same seed writes the same commands for every allocator.
 
 Writes bench/results/redis.md.
     python3 bench/redis.py [--repeats N] [--gib G] [--only sluice,...]
+docs/benchmarks/redis.md shows the latest run (its table and chart are
+these files, copied) with its command, machine and date.
 """
 import argparse
 import math

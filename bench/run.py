@@ -18,6 +18,8 @@ matplotlib is importable, bench/results/latest.png.
                                   repeats, a build or an option beside the
                                   peers; such a partial run prints its table
                                   and writes no results file
+docs/benchmarks/make-bench.md shows the latest run (its table and chart are
+these files, copied) with its command, machine and date.
 """
 import argparse
 import math

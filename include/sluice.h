@@ -128,7 +128,7 @@ SL_API const char *sl_stat_name(size_t i);
 SL_API void sl_stats_print(int fd);
 /* The same figures as one JSON object on one line: {"version":1,
  * "counters":{name:n,...},"gauges":{name:n,...},"kernel":{...},
- * "reconciliation":{...}} (the README has every key). SLUICE_STATS=json
+ * "reconciliation":{...}} (sl_stat(3) has every key). SLUICE_STATS=json
  * prints it to stderr at exit. No allocation: safe anywhere. */
 SL_API void sl_stats_json(int fd);
 

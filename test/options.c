@@ -40,7 +40,7 @@ static const struct {
     const char *env, *parse;
     size_t offset;
 } table[] = {
-#define X(field, env, def, parse, rw, text) { env, #parse, offsetof(struct sl_options, field) },
+#define X(field, env, def, shown, parse, rw, text) { env, #parse, offsetof(struct sl_options, field) },
     SL_OPTION_LIST(X)
 #undef X
 };

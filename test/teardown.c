@@ -270,6 +270,28 @@ static void case_bound(void)
     CHECK_EQ(sl_stat("teardown_bytes"), 6 * 200 * MiB);
 }
 
+/* The same bound set while the program runs (sl_ctl), after a first
+ * queued range has resolved the limits with the default (an eighth of
+ * RAM): the new bound holds from the next free. */
+static void case_bound_ctl(void)
+{
+    have_threads();
+    sl_free(big(200 * MiB));
+    sl_flush();
+    int64_t bound = 256 * MiB;
+    CHECK_EQ(sl_ctl("opt.teardown_max_pending", NULL, NULL, &bound, sizeof bound), 0);
+    uint64_t helped = sl_stat("teardown_helped");
+    size_t most = 0;
+    for (int i = 0; i < 6; i++) {
+        sl_free(big(200 * MiB));
+        size_t pend = sl_stat("teardown_pending_bytes");
+        most = pend > most ? pend : most;
+    }
+    CHECK(most <= 256 * MiB + 200 * MiB);
+    CHECK(sl_stat("teardown_helped") > helped);
+    flushed();
+}
+
 struct churn {
     unsigned long long seed;
 };
@@ -459,6 +481,7 @@ static const struct tcase cases[] = {
     { "blocks", "SLUICE_TEARDOWN_MIN=2M SLUICE_PURGE=off", NULL, case_blocks },
     { "idle_exit", "SLUICE_TEARDOWN_IDLE_MS=50", NULL, case_idle_exit },
     { "bound", NOWORK " SLUICE_TEARDOWN_MAX_PENDING=256M", NULL, case_bound },
+    { "bound_ctl", NOWORK, NULL, case_bound_ctl },
     { "threads", "", NULL, case_threads },
     { "fork_pending", NOWORK, NULL, case_fork_pending },
     { "fork_inflight", "SLUICE_TEARDOWN_WORKERS=2", NULL, case_fork_inflight },

@@ -22,7 +22,7 @@
 #include "../os/os.h"
 
 struct sl_options sl_opt = {
-#define X(field, env, def, parse, rw, text) .field = def,
+#define X(field, env, def, shown, parse, rw, text) .field = def,
     SL_OPTION_LIST(X)
 #undef X
 };
@@ -207,9 +207,10 @@ struct option {
     long def;
     bool (*parse)(const char *, long *);
     bool rw;           /* may change while the program runs (sl_ctl) */
+    const char *shown; /* the default as a user writes it (Markdown: `code`) */
 };
 static const struct option options[] = {
-#define X(field, env, def, parse, rw, text) { env, &sl_opt.field, def, parse, rw },
+#define X(field, env, def, shown, parse, rw, text) { env, &sl_opt.field, def, parse, rw, shown },
     SL_OPTION_LIST(X)
 #undef X
 };
@@ -224,10 +225,14 @@ static void set(const struct option *o, const char *s, const char *where)
         return;
     }
     *o->field = o->def;
-    char def[24];
-    def[fmt_u64(def, (uint64_t)o->def)] = 0;
+    char def[64]; /* the table's shown default, without its Markdown */
+    size_t n = 0;
+    for (const char *c = o->shown; *c && n + 1 < sizeof def; c++)
+        if (*c != '`')
+            def[n++] = *c;
+    def[n] = 0;
     const char *parts[] = { "sluice: ", where, o->env, "=", s, " is not valid (", accepts(o->parse),
-                            "); the default ", o->def < 0 ? "(auto)" : def, " is used", NULL };
+                            "); the default (", def, ") is used", NULL };
     say(parts);
 }
 

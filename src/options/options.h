@@ -5,10 +5,16 @@
  * parser). A bad value, an out-of-range one or an unknown SLUICE_ name
  * gets one line on stderr and the default (options.c); yes-or-no options
  * take 1/0, on/off, true/false, yes/no; SLUICE_OPTIONS="name=value,..."
- * sets any of them at once. The README's option table is this list.
+ * sets any of them at once.
  *
- *   X(field, environment name, default, parser, run-time (1: sl_ctl may
- *     change it while the program runs), meaning)
+ * The table is also the documentation: tools/doc_tables.py writes the
+ * README's option table and the man page sluice_options(7) from it, and
+ * the man_pages test fails when the README's copy differs. So `shown` is
+ * the default as a user writes it, and `meaning` is the text users read
+ * (Markdown: `code`).
+ *
+ *   X(field, environment name, default, shown, parser, run-time (1: sl_ctl
+ *     may change it while the program runs), meaning)
  */
 #ifndef SL_OPTIONS_H
 #define SL_OPTIONS_H
@@ -23,47 +29,73 @@
 #endif
 _Static_assert(SL_CHECK_DEFAULT == 0 || SL_CHECK_DEFAULT == 1, "SL_CHECK_DEFAULT is 0 or 1");
 
-#define SL_OPTION_LIST(X)                                                                         \
-    X(stats, "SLUICE_STATS", STATS_OFF, parse_stats, 0,                                              \
-      "1: print statistics to stderr at exit; json: print them as one JSON object")               \
-    X(publish, "SLUICE_PUBLISH", 0, parse_publish, 0,                                                \
-      "a file path (%p: the process id): the reclaimer writes the statistics there as JSON every " \
-      "tick, and the final ones at exit (the sluice command's timeline; turns the reclaimer on)")   \
-    X(check, "SLUICE_CHECK", SL_CHECK_DEFAULT, parse_bool, 0,                                          \
-      "1 (or on, true, yes): checked mode: canaries, zero fill, quarantine, guard pages (api/checked.c)")             \
-    X(purge, "SLUICE_PURGE", PURGE_FREE, parse_purge, 1, "free | dontneed | off: how free memory goes back") \
-    X(dirty_decay_ms, "SLUICE_DIRTY_DECAY_MS", 1000, parse_long, 1,                                    \
-      "ms freed memory stays dirty (resident) before it is purged; 0: at once")                   \
-    X(lazy_decay_ms, "SLUICE_LAZY_DECAY_MS", 10000, parse_long, 1,                                     \
-      "ms lazily freed (MADV_FREE) memory stays lazy before it is made clean")                     \
-    X(reclaimer, "SLUICE_RECLAIMER", BG_AUTO, parse_reclaimer, 0,                               \
-      "auto | on | off: the background reclaimer thread starts once the program has threads of its "  \
-      "own (auto), whenever there is memory to decay (on), or never (off)")                      \
-    X(heap_limit, "SLUICE_HEAP_LIMIT", 0, parse_bytes, 1,                                             \
-      "bytes of pageblocks (K, M, G, T suffixes) past which a type short of room takes a piece of " \
-      "another type's block before a new one is mapped; default the cgroup's memory.high or "      \
-      "memory.max, else none")                                                                      \
-    X(boost, "SLUICE_BOOST", 1, parse_bool, 1,                                                        \
-      "1: under a heap budget, an external fragmentation event boosts the watermarks and wakes the " \
-      "reclaimer to win whole free pageblocks back (reclaim/boost.c); 0: no boost (the baseline)")   \
-    X(antifrag, "SLUICE_ANTIFRAG", 1, parse_bool, 0,                                                  \
-      "1: pageblocks are grouped by type (SLAB, RECLAIM, RUN); 0: one type for all")               \
-    X(thp, "SLUICE_THP", THP_COLLAPSE, parse_thp, 1,                                                  \
-      "collapse | madvise | never: dense, long-lived pageblocks are collapsed into transparent "   \
-      "hugepages in the background (collapse); or every pageblock is MADV_HUGEPAGE from the start " \
-      "(madvise); or neither")                                                                     \
-    X(teardown, "SLUICE_TEARDOWN", BG_AUTO, parse_teardown, 0,                                          \
-      "auto | on | off (or 1 | 0): free of a big range returns at once and teardown workers release " \
-      "it, once the program has threads of its own (auto), always (on), or never: the caller does")  \
-    X(teardown_min, "SLUICE_TEARDOWN_MIN", 64L << 20, parse_bytes, 1,                                 \
-      "bytes (K, M, G suffixes): smaller ranges are released by the caller")                        \
-    X(teardown_workers, "SLUICE_TEARDOWN_WORKERS", -1, parse_workers, 0,                                   \
-      "most teardown workers; default the online CPUs, at most 8; 0: none, the queue is released " \
-      "by freeing threads over the bound, by failed allocations and by sl_flush")                   \
-    X(teardown_max_pending, "SLUICE_TEARDOWN_MAX_PENDING", 0, parse_bytes, 1,                           \
-      "bytes queued at most before a freeing thread releases a batch itself; default 1/8 of RAM")  \
-    X(teardown_idle_ms, "SLUICE_TEARDOWN_IDLE_MS", 30000, parse_long, 1,                                \
-      "ms an idle teardown worker waits for work before it exits")
+#define SL_OPTION_LIST(X) \
+    X(stats, "SLUICE_STATS", STATS_OFF, "`0`", parse_stats, 0, \
+      "`1` (or `text`): at exit, print every counter and gauge to stderr, then a reconciliation " \
+      "of the kernel's Rss, LazyFree and AnonHugePages (`/proc/self/smaps_rollup`) with " \
+      "sluice's own in-use, dirty, lazy and clean bytes, then the reclaim registry; `json`: the " \
+      "same as one JSON object on one line (`sl_stats_json`)") \
+    X(publish, "SLUICE_PUBLISH", 0, "unset", parse_publish, 0, \
+      "a file path (`%p`: the process id): the reclaimer writes the statistics there as one " \
+      "JSON object every tick (at most 100 ms apart) and the final ones at exit, each write " \
+      "replacing the file whole; it starts the reclaimer thread even in a single-threaded " \
+      "program. `sluice run` sets it") \
+    X(check, "SLUICE_CHECK", SL_CHECK_DEFAULT, "`0`", parse_bool, 0, \
+      "`1`: the checked mode: canaries, zero fill, a quarantine of freed blocks, guard pages. " \
+      "Slower and bigger; for finding bugs") \
+    X(purge, "SLUICE_PURGE", PURGE_FREE, "`free`", parse_purge, 1, \
+      "how free memory goes back: `free`: `MADV_FREE` (lazy), then `MADV_DONTNEED` after the " \
+      "lazy decay; `dontneed`: `MADV_DONTNEED` at once; `off`: no `madvise` at all (wholly free " \
+      "pageblocks beyond the number kept are still unmapped)") \
+    X(dirty_decay_ms, "SLUICE_DIRTY_DECAY_MS", 1000, "`1000`", parse_long, 1, \
+      "milliseconds freed memory stays dirty (resident, reused with no page fault) before it is " \
+      "purged; `0`: purged as it is freed") \
+    X(lazy_decay_ms, "SLUICE_LAZY_DECAY_MS", 10000, "`10000`", parse_long, 1, \
+      "milliseconds lazily freed (`MADV_FREE`) memory stays lazy before it is made clean " \
+      "(`MADV_DONTNEED`, or unmapped for a wholly free pageblock or a cached huge mapping)") \
+    X(reclaimer, "SLUICE_RECLAIMER", BG_AUTO, "`auto`", parse_reclaimer, 0, \
+      "the background reclaimer thread (decay, memory pressure, hugepage collapse, watermark " \
+      "boost): `auto` starts it once the program has a thread of its own, so a single-threaded " \
+      "program stays single-threaded; `on` (or `1`) whenever there is memory to decay; `off` " \
+      "(or `0`) never. Without it the allocation and free slow paths run the decay") \
+    X(heap_limit, "SLUICE_HEAP_LIMIT", 0, "the cgroup's limit, else none", parse_bytes, 1, \
+      "the heap budget, in bytes of pageblocks (`K`, `M`, `G`, `T` suffixes): past it, a type " \
+      "short of room takes a piece of another type's pageblock (an extfrag event) before it " \
+      "maps a new one, and maps one only when no piece is left. Unset (or `0`), the lower of " \
+      "the cgroup's `memory.high` and `memory.max` (v1: the soft and hard limits), read once at " \
+      "start; `sl_stat(\"budget_bytes\")` says which is in force") \
+    X(boost, "SLUICE_BOOST", 1, "`1`", parse_bool, 1, \
+      "`1`: under a heap budget, each extfrag event raises a watermark boost (one pageblock, up " \
+      "to an eighth of the budget, lapsing 1 s after the last event) and wakes the reclaimer, " \
+      "which asks the caches' shrinkers and every thread heap for memory until the free " \
+      "pageblocks plus the room left in the budget reach the high watermark plus the boost; " \
+      "`0`: no boost (the baseline of `bench/fragment`)") \
+    X(antifrag, "SLUICE_ANTIFRAG", 1, "`1`", parse_bool, 0, \
+      "`1`: pageblocks are grouped by type (`SLAB`, `RECLAIM`, `RUN`); `0`: one type for all, " \
+      "the baseline that shows what grouping buys") \
+    X(thp, "SLUICE_THP", THP_COLLAPSE, "`collapse`", parse_thp, 1, \
+      "`collapse`: a pageblock dense (at most 5/16 of it free) for a second is collapsed into a " \
+      "transparent hugepage by the reclaimer (`MADV_COLLAPSE`, Linux 6.1), or advised " \
+      "`MADV_HUGEPAGE` for khugepaged by a slow path when there is no reclaimer, and is not " \
+      "purged while it stays at least half full; `madvise`: every pageblock is `MADV_HUGEPAGE` " \
+      "and committed whole from the start; `never`: neither") \
+    X(teardown, "SLUICE_TEARDOWN", BG_AUTO, "`auto`", parse_teardown, 0, \
+      "a free (or shrinking `realloc`, or `sl_purge`) of a range of `SLUICE_TEARDOWN_MIN` or " \
+      "more returns at once and worker threads give the range back: `auto` once the program has " \
+      "a thread of its own, `on` (or `1`) always; `off` (or `0`) never: the freeing thread " \
+      "unmaps it") \
+    X(teardown_min, "SLUICE_TEARDOWN_MIN", 64L << 20, "`64M`", parse_bytes, 1, \
+      "the smallest range handed to the teardown workers, in bytes (`K`, `M`, `G`, `T` " \
+      "suffixes)") \
+    X(teardown_workers, "SLUICE_TEARDOWN_WORKERS", -1, "`auto`", parse_workers, 0, \
+      "the most teardown worker threads; `auto`: the online CPUs, at most 8; `0`: none, and the " \
+      "queue is released by freeing threads once it is past its bound, by a mapping that fails " \
+      "and by `sl_flush()`") \
+    X(teardown_max_pending, "SLUICE_TEARDOWN_MAX_PENDING", 0, "an eighth of RAM", parse_bytes, 1, \
+      "bytes queued for teardown before a freeing thread releases batches itself (the queue " \
+      "then holds at most this plus one range); unset or `0`: an eighth of the machine's RAM") \
+    X(teardown_idle_ms, "SLUICE_TEARDOWN_IDLE_MS", 30000, "`30000`", parse_long, 1, \
+      "milliseconds an idle teardown worker waits for work before it exits")
 
 /* SLUICE_STATS: nothing, the text summary, or one JSON object (sl_stats_json). */
 enum stats_mode { STATS_OFF, STATS_TEXT, STATS_JSON };
@@ -80,7 +112,7 @@ enum bg_mode { BG_OFF, BG_AUTO, BG_ON };
 enum thp_mode { THP_NEVER, THP_COLLAPSE, THP_MADVISE };
 
 struct sl_options {
-#define X(field, env, def, parse, rw, text) long field;
+#define X(field, env, def, shown, parse, rw, text) long field;
     SL_OPTION_LIST(X)
 #undef X
 };

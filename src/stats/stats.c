@@ -276,7 +276,7 @@ static void json_member(struct out *o, const char *key, uint64_t v, bool *first)
 }
 
 /* One object on one line; every name is one of sl_stat_name's or a fixed
- * reconciliation key (README, "Statistics"): the layout is stable. */
+ * reconciliation key (sl_stat(3), "The JSON object"): the layout is stable. */
 void stats_json(int fd, bool smaps)
 {
     uint64_t all[STAT_COUNT + GAUGE_COUNT];

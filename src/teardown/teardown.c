@@ -53,9 +53,10 @@ static uint64_t tickets;
 static size_t pending, inflight, queued_bytes;
 static unsigned nranges, workers, idle, flush_waiters;
 static _Atomic int work_seq, done_seq; /* futex words: work queued, a range retired */
-static long max_workers = -1, max_pending = -1;
+static long max_workers = -1, default_pending = -1;
 
-/* Options resolved once (td_lock): the worker count and the queue bound. */
+/* Options resolved once (td_lock): the worker count, and the queue bound
+ * used when SLUICE_TEARDOWN_MAX_PENDING is unset. */
 static void limits_locked(void)
 {
     if (max_workers >= 0)
@@ -66,12 +67,16 @@ static void limits_locked(void)
         w = w < 1 ? 1 : w > 8 ? 8 : w; /* the kernel's max_active for this work */
     }
     max_workers = w > TD_WORKERS_MAX ? TD_WORKERS_MAX : w;
-    long mp = sl_opt.teardown_max_pending;
-    if (mp <= 0) {
-        long pages = sysconf(_SC_PHYS_PAGES);
-        mp = pages > 0 ? pages / 8 * (long)SL_PAGE : (1L << 30);
-    }
-    max_pending = mp;
+    long pages = sysconf(_SC_PHYS_PAGES);
+    default_pending = pages > 0 ? pages / 8 * (long)SL_PAGE : (1L << 30);
+}
+
+/* The queue's bound: SLUICE_TEARDOWN_MAX_PENDING as it is now (sl_ctl may
+ * change it while the program runs), else an eighth of RAM. */
+static size_t pending_bound_locked(void)
+{
+    long mp = __atomic_load_n(&sl_opt.teardown_max_pending, __ATOMIC_RELAXED);
+    return (size_t)(mp > 0 ? mp : default_pending);
 }
 
 static struct td_range *slot_get(void)
@@ -243,7 +248,7 @@ void teardown_release(void *base, size_t len, bool may_start)
     /* the queue before this range is past its bound (the workers fall
      * behind): this thread releases batches, oldest first, until it is
      * not, so the queue never holds more than the bound and one range */
-    while (pending > (size_t)max_pending + len && run_one_locked(true))
+    while (pending > pending_bound_locked() + len && run_one_locked(true))
         ;
     /* a worker for each batch no idle worker will take, up to the bound;
      * started here, by the freeing thread, since pthread_create allocates
