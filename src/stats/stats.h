@@ -104,6 +104,7 @@ enum sl_stat {
     X(block_thp_bytes, "of them, in transparent hugepages")                   \
     X(huge_rss_bytes, "huge mapping bytes resident (smaps)")                  \
     X(huge_thp_bytes, "of them, in transparent hugepages")                    \
+    X(resident_bytes, "pageblock, huge and zone bytes resident (mincore)")    \
     X(mapped_bytes, "bytes mapped in all")
 
 enum sl_gauge {
@@ -162,6 +163,11 @@ bool stats_lookup(const char *name, uint64_t *v);
 /* sl_stats_json, with the smaps gauges (which walk every page table) read
  * or left 0. */
 void stats_json(int fd, bool smaps);
+/* The text summary (or, as_json, the JSON object, smaps read) handed to cb
+ * a piece at a time, each a string of at most 512 bytes: jemalloc's
+ * malloc_stats_print (api/jemalloc_compat.c). No allocation; no lock of
+ * sluice is held while cb runs. */
+void stats_write(void (*cb)(void *arg, const char *s), void *arg, bool as_json);
 /* SLUICE_PUBLISH (publish.c): write the statistics to the option's path
  * (%p: the process id) through a temporary file and rename, so a reader
  * never sees half of them. final: at exit, with the smaps gauges. */
