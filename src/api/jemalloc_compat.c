@@ -80,7 +80,7 @@ enum fig { F_ALLOCATED, F_ACTIVE, F_METADATA, F_RESIDENT, F_MAPPED, F_RETAINED, 
 enum what { W_FIG, W_PAGES, W_EPOCH, W_VERSION, W_BACKGROUND, W_NARENAS, W_PAGE, W_QUANTUM, W_NBINS, W_BIN_SIZE,
             W_BIN_NREGS, W_BIN_SLAB_SIZE, W_CURREGS, W_CURSLABS, W_PURGE, W_TCACHE_FLUSH };
 
-/* '#' is an index: an arena (the first in a name) or a bin (the second). */
+/* A '#' is an index: a size class after "bin" or "bins", else an arena. */
 static const struct je_name {
     const char *path;
     uint8_t type, what, fig;
@@ -136,7 +136,8 @@ static void refresh(void)
     f[F_SMALL] = u.slab_bytes;
     f[F_LARGE] = u.run_bytes + huge;
     f[F_ACTIVE] = u.active_bytes + huge;
-    f[F_ALLOCATED] = f[F_SMALL] + f[F_LARGE] - (quarantined < f[F_SMALL] + f[F_LARGE] ? quarantined : 0);
+    uint64_t live = f[F_SMALL] + f[F_LARGE];
+    f[F_ALLOCATED] = live - (quarantined < live ? quarantined : live); /* checked mode's: freed */
     if (f[F_ALLOCATED] > f[F_ACTIVE]) /* counts read at different instants */
         f[F_ALLOCATED] = f[F_ACTIVE];
     f[F_METADATA] = stat("stat.meta_bytes") + stat("stat.block_header_bytes");
