@@ -283,6 +283,47 @@ static void figures(void)
     CHECK_EQ(mallctl("arena.4096.purge", NULL, NULL, NULL, 0), 0);
 }
 
+/* Each event the walk of allocated runs depends on shows at the next
+ * epoch, though the walk is skipped while none happens: a malloc, a free
+ * into the magazine, a run resized in place, a magazine emptied. */
+static void no_stale_figure(void)
+{
+    new_epoch();
+    size_t a0 = get_size("stats.allocated"), act0 = get_size("stats.active");
+    new_epoch();
+    CHECK_EQ(get_size("stats.allocated"), a0);
+    void *x = malloc(64);
+    new_epoch();
+    CHECK_EQ(get_size("stats.allocated"), a0 + malloc_usable_size(x));
+    free(x);
+    new_epoch();
+    CHECK_EQ(get_size("stats.allocated"), a0);
+    void *r = malloc(100000);
+    size_t u1 = malloc_usable_size(r);
+    new_epoch();
+    CHECK_EQ(get_size("stats.allocated"), a0 + u1);
+    uint64_t inplace = sl_stat("realloc_inplace");
+    void *r2 = realloc(r, 200000);
+    new_epoch();
+    CHECK_EQ(get_size("stats.allocated"), a0 + malloc_usable_size(r2));
+    CHECK(r2 != r || sl_stat("realloc_inplace") == inplace + 1);
+    free(r2);
+    /* slabs whose objects are all in the magazine are active until the
+     * magazine is emptied into them and they are given back */
+    static void *q[64];
+    for (int i = 0; i < 64; i++)
+        q[i] = malloc(2048);
+    for (int i = 0; i < 64; i++)
+        free(q[i]);
+    new_epoch();
+    size_t act1 = get_size("stats.active");
+    CHECK_EQ(mallctl("thread.tcache.flush", NULL, NULL, NULL, 0), 0);
+    new_epoch();
+    CHECK(get_size("stats.active") < act1);
+    CHECK(get_size("stats.active") <= act0);
+    CHECK_EQ(get_size("stats.allocated"), a0);
+}
+
 /* ---- MIBs ------------------------------------------------------------------ */
 
 static void mibs(void)
@@ -421,6 +462,7 @@ int main(void)
 {
     types_and_errors();
     figures();
+    no_stale_figure();
     mibs();
     sizes();
     stats_print();

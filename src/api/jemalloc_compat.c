@@ -14,9 +14,9 @@
  * jemalloc's old name for "all") and 4096 (MALLCTL_ARENAS_ALL) name it;
  * a bin is a malloc size class.
  *
- * What each figure means in sluice (the statistics are src/stats, read
- * through sl_ctl "stat.NAME"; what the walk of allocated runs finds is
- * heap_usage, slab/heap.h):
+ * What each figure means in sluice (the statistics are src/stats, the
+ * names sl_ctl reads as "stat.NAME", here all from one snapshot; what the
+ * walk of allocated runs finds is heap_usage, slab/heap.h):
  *   stats.allocated  bytes in live blocks: slab objects by their size
  *                    class, medium runs by their pages, huge mappings
  *                    whole; objects in thread magazines and remote
@@ -120,39 +120,60 @@ static const struct je_name {
 
 static _Atomic uint64_t epoch, figs[F_COUNT], curregs[SL_NCLASSES], curslabs[SL_NCLASSES];
 
-static uint64_t stat(const char *name)
-{
-    uint64_t v = 0;
-    size_t len = sizeof v;
-    return sl_ctl(name, &v, &len, NULL, 0) ? 0 : v;
-}
+/* The statistics a snapshot reads (stats_lookup, as sl_ctl's "stat.NAME"),
+ * all from one of the statistics' own snapshots. */
+enum { S_HUGE, S_QUARANTINE, S_META, S_HEADERS, S_RESIDENT, S_CLEAN, S_MAPPED, S_DIRTY, S_LAZY, S_MOVED };
+static const char *const stat_names[] = {
+    "huge_live_bytes", "held.quarantine", "meta_bytes", "block_header_bytes", "resident_bytes", "clean_bytes",
+    "mapped_bytes", "dirty_bytes", "lazy_bytes",
+    /* S_MOVED on: every event that changes what heap_usage finds (a block
+     * handed out or freed, a slab made, emptied into its magazine or given
+     * back, a remote free batched, flushed or collected, a run resized),
+     * so that the walk is skipped while none has happened (an idle redis
+     * writes the epoch ten times a second) */
+    "alloc_small", "alloc_medium", "free_small", "free_remote", "free_medium", "remote_collect", "slab_new",
+    "slab_release", "realloc_inplace", "realloc_move", "cache_destroy", "held.magazines", "held.remote_batches"
+};
+#define NSTATS (sizeof stat_names / sizeof stat_names[0])
+static _Atomic uint64_t walked[NSTATS - S_MOVED]; /* the S_MOVED figures at the last walk */
+static _Atomic uint64_t walk[3];                  /* its slab, run and active bytes */
 
 static void refresh(void)
 {
-    struct heap_usage u;
-    heap_usage(&u);
-    uint64_t huge = stat("stat.huge_live_bytes"), quarantined = stat("stat.held.quarantine");
+    uint64_t s[NSTATS];
+    stats_lookup_many(NSTATS, stat_names, s); /* before the walk: an event during it shows next time */
+    bool moved = !ld_relaxed(&epoch);
+    for (size_t i = S_MOVED; i < NSTATS; i++)
+        moved |= ld_relaxed(&walked[i - S_MOVED]) != s[i];
+    if (moved) {
+        struct heap_usage u;
+        heap_usage(&u);
+        st_relaxed(&walk[0], u.slab_bytes);
+        st_relaxed(&walk[1], u.run_bytes);
+        st_relaxed(&walk[2], u.active_bytes);
+        for (unsigned c = 0; c < SL_NCLASSES; c++) {
+            st_relaxed(&curregs[c], u.class_objects[c]);
+            st_relaxed(&curslabs[c], u.class_slabs[c]);
+        }
+        for (size_t i = S_MOVED; i < NSTATS; i++)
+            st_relaxed(&walked[i - S_MOVED], s[i]);
+    }
     uint64_t f[F_COUNT];
-    f[F_SMALL] = u.slab_bytes;
-    f[F_LARGE] = u.run_bytes + huge;
-    f[F_ACTIVE] = u.active_bytes + huge;
+    f[F_SMALL] = ld_relaxed(&walk[0]);
+    f[F_LARGE] = ld_relaxed(&walk[1]) + s[S_HUGE];
+    f[F_ACTIVE] = ld_relaxed(&walk[2]) + s[S_HUGE];
     uint64_t live = f[F_SMALL] + f[F_LARGE];
-    f[F_ALLOCATED] = live - (quarantined < live ? quarantined : live); /* checked mode's: freed */
+    f[F_ALLOCATED] = live - (s[S_QUARANTINE] < live ? s[S_QUARANTINE] : live); /* checked mode's: freed */
     if (f[F_ALLOCATED] > f[F_ACTIVE]) /* counts read at different instants */
         f[F_ALLOCATED] = f[F_ACTIVE];
-    f[F_METADATA] = stat("stat.meta_bytes") + stat("stat.block_header_bytes");
-    f[F_RESIDENT] = stat("stat.resident_bytes") + stat("stat.meta_bytes");
-    f[F_RETAINED] = stat("stat.clean_bytes");
-    uint64_t mapped = stat("stat.mapped_bytes");
-    f[F_MAPPED] = mapped > f[F_RETAINED] ? mapped - f[F_RETAINED] : 0;
-    f[F_DIRTY] = stat("stat.dirty_bytes");
-    f[F_LAZY] = stat("stat.lazy_bytes");
+    f[F_METADATA] = s[S_META] + s[S_HEADERS];
+    f[F_RESIDENT] = s[S_RESIDENT] + s[S_META];
+    f[F_RETAINED] = s[S_CLEAN];
+    f[F_MAPPED] = s[S_MAPPED] > s[S_CLEAN] ? s[S_MAPPED] - s[S_CLEAN] : 0;
+    f[F_DIRTY] = s[S_DIRTY];
+    f[F_LAZY] = s[S_LAZY];
     for (int i = 0; i < F_COUNT; i++)
         st_relaxed(&figs[i], f[i]);
-    for (unsigned c = 0; c < SL_NCLASSES; c++) {
-        st_relaxed(&curregs[c], u.class_objects[c]);
-        st_relaxed(&curslabs[c], u.class_slabs[c]);
-    }
     atomic_fetch_add_explicit(&epoch, 1, memory_order_release);
 }
 

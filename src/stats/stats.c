@@ -92,18 +92,37 @@ static bool drain_stat(const char *name, uint64_t *v)
     return false;
 }
 
+static size_t index_of(const char *name) /* STAT_COUNT + GAUGE_COUNT: none */
+{
+    size_t i = 0;
+    while (i < STAT_COUNT + GAUGE_COUNT && strcmp(names[i], name))
+        i++;
+    return i;
+}
+
+bool stats_lookup_many(size_t n, const char *const name[], uint64_t v[])
+{
+    unsigned want = 0;
+    for (size_t k = 0; k < n; k++)
+        want |= costly_of(index_of(name[k]));
+    uint64_t all[STAT_COUNT + GAUGE_COUNT];
+    snapshot(all, want);
+    bool known = true;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = index_of(name[k]);
+        if (i < STAT_COUNT + GAUGE_COUNT)
+            v[k] = all[i];
+        else if (!drain_stat(name[k], &v[k]))
+            known = false, v[k] = 0;
+    }
+    return known;
+}
+
 bool stats_lookup(const char *name, uint64_t *v)
 {
     if (drain_stat(name, v))
         return true;
-    for (size_t i = 0; i < STAT_COUNT + GAUGE_COUNT; i++)
-        if (!strcmp(names[i], name)) {
-            uint64_t all[STAT_COUNT + GAUGE_COUNT];
-            snapshot(all, costly_of(i));
-            *v = all[i];
-            return true;
-        }
-    return false;
+    return index_of(name) < STAT_COUNT + GAUGE_COUNT && stats_lookup_many(1, &name, v);
 }
 
 uint64_t sl_stat(const char *name)

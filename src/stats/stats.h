@@ -160,6 +160,8 @@ void stats_print(void); /* text summary to stderr, write(2) only */
 /* A statistic by name (sl_stat's, and the registry's held.NAME ...):
  * false if there is none. */
 bool stats_lookup(const char *name, uint64_t *v);
+/* Several at once, from one snapshot: false if one is unknown (it reads 0). */
+bool stats_lookup_many(size_t n, const char *const name[], uint64_t v[]);
 /* sl_stats_json, with the smaps gauges (which walk every page table) read
  * or left 0. */
 void stats_json(int fd, bool smaps);
