@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -283,6 +284,14 @@ static void figures(void)
     CHECK_EQ(mallctl("arena.4096.purge", NULL, NULL, NULL, 0), 0);
 }
 
+static void *free_all(void *arg)
+{
+    void **p = arg;
+    for (int i = 0; i < 2000; i++)
+        free(p[i]);
+    return NULL;
+}
+
 /* Each event the walk of allocated runs depends on shows at the next
  * epoch, though the walk is skipped while none happens: a malloc, a free
  * into the magazine, a run resized in place, a magazine emptied. */
@@ -322,6 +331,18 @@ static void no_stale_figure(void)
     CHECK(get_size("stats.active") < act1);
     CHECK(get_size("stats.active") <= act0);
     CHECK_EQ(get_size("stats.allocated"), a0);
+    /* freed by another thread: not allocated, though this thread has not
+     * taken the objects back yet (in a remote batch, or marked remote) */
+    static void *rq[2000];
+    for (int i = 0; i < 2000; i++)
+        rq[i] = malloc(96);
+    new_epoch();
+    CHECK_EQ(get_size("stats.allocated"), a0 + 2000 * malloc_usable_size(rq[0]));
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, free_all, rq), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    new_epoch();
+    CHECK(get_size("stats.allocated") < a0 + 4096); /* glibc keeps a few bytes per thread it ran */
 }
 
 /* ---- MIBs ------------------------------------------------------------------ */

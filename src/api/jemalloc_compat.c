@@ -19,8 +19,9 @@
  * walk of allocated runs finds is heap_usage, slab/heap.h):
  *   stats.allocated  bytes in live blocks: slab objects by their size
  *                    class, medium runs by their pages, huge mappings
- *                    whole; objects in thread magazines and remote
- *                    batches are not live (jemalloc counts its tcaches')
+ *                    whole; objects in thread magazines, and those
+ *                    other threads freed that their owner has not taken
+ *                    back yet, are not live (jemalloc counts its tcaches')
  *   stats.active     pages holding live blocks: slabs with a live object,
  *                    live runs, live huge mappings; at least allocated
  *   stats.resident   sluice's pages the kernel has resident (mincore over

@@ -470,9 +470,9 @@ void heap_thread_exit(struct heap *h);
 void heap_check_all(void);
 /* What the program holds in pageblocks, from a walk of every allocated
  * run (page heap lock held while it walks): mallinfo, jemalloc's mallctl.
- * Objects in magazines and remote batches are free, though their slabs
- * count them as used; an object another thread freed counts as live
- * until its owner collects it. Read racily: each figure is right to
+ * Objects in magazines, in remote batches and marked in the remote-free
+ * bitmap (freed by another thread, not yet taken back) are free, though
+ * their slabs count them as used. Read racily: each figure is right to
  * within what changed during the walk. */
 struct heap_usage {
     size_t slab_bytes;   /* live slab objects, by their stride */

@@ -354,6 +354,13 @@ static void count_run(struct page *head, void *arg)
     if (!atomic_load_explicit(&s->owner, memory_order_relaxed))
         return; /* parked in a page cache */
     unsigned used = __atomic_load_n(&s->used, __ATOMIC_RELAXED), cls = __atomic_load_n(&s->cls, __ATOMIC_RELAXED);
+    if (atomic_load_explicit(slab_remote(s), memory_order_relaxed) & SLAB_REMOTE_GROUPS) {
+        /* freed by other threads, not yet taken back: used, but not live */
+        unsigned freed = 0;
+        for (uintptr_t a = (uintptr_t)page_addr(head), end = a + bytes; a < end; a += 64 * SL_GRAIN)
+            freed += popcount64(ld_relaxed(rbitmap_word(a)));
+        used -= freed < used ? freed : used;
+    }
     u->slab_bytes += (size_t)used * __atomic_load_n(&s->size, __ATOMIC_RELAXED);
     u->active_bytes += used ? bytes : 0;
     if (cls < SL_NCLASSES) {
