@@ -35,7 +35,9 @@ static struct mallinfo2 info(void)
     m.arena = sl_stat("blocks") * (2u << 20);
     m.hblks = sl_stat("huge_count");
     m.hblkhd = sl_stat("huge_live_bytes");
-    m.uordblks = heap_in_use_bytes();
+    struct heap_usage u;
+    heap_usage(&u);
+    m.uordblks = u.slab_bytes + u.run_bytes;
     m.fordblks = m.arena > m.uordblks ? m.arena - m.uordblks : 0;
     m.keepcost = sl_stat("huge_cached_bytes");
     m.usmblks = sl_stat("mapped_bytes");

@@ -17,6 +17,9 @@
 
 /* malloc above the small limit (malloc.c). */
 void *alloc_large(size_t n);
+/* The usable size an allocation of n bytes aligned to align (0: malloc's)
+ * gets, without making it; 0 if none can be that large (malloc.c). */
+size_t alloc_usable_for(size_t n, size_t align);
 /* free of what is not a grain of a pageblock (pagemap entry e): NULL, a
  * zero-size slot, a huge mapping, checked mode's pointers, and the report
  * of anything else (malloc.c). */

@@ -91,6 +91,21 @@ static void *alloc_aligned(size_t align, size_t n)
 
 void *sl_malloc(size_t n) { return alloc(n); }
 
+size_t alloc_usable_for(size_t n, size_t align)
+{
+    if (sl_checked)
+        return n; /* checked.c's blocks are their request */
+    if (n <= sl_small_limit && align <= SL_GRAIN)
+        return n ? class_size[size_class(n)] : 0; /* malloc(0): a zero-size slot */
+    unsigned c = align <= SL_PAGE ? aligned_class(n, align < SL_GRAIN ? SL_GRAIN : align) : SL_NCLASSES;
+    if (c < SL_NCLASSES)
+        return class_size[c];
+    n = n ? n : 1;
+    if (n <= MEDIUM_MAX && align <= MEDIUM_MAX_ALIGN)
+        return heap_run_pages(n) << SL_PAGE_SHIFT;
+    return n > SIZE_MAX - SL_BLOCK ? 0 : align_up(n, SL_BLOCK); /* a new mapping; a cached one may be longer */
+}
+
 void *malloc_block_raw(size_t n, size_t align)
 {
     if (align <= SL_PAGE) {

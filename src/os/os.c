@@ -122,6 +122,22 @@ int os_protect(void *p, size_t size, bool rw)
 
 int os_huge(void *p, size_t size) { return advise(p, size, MADV_HUGEPAGE); }
 
+size_t os_resident(void *p, size_t size)
+{
+    int saved = errno;
+    unsigned char vec[512]; /* one byte a page: 2 MiB a call */
+    size_t n = 0;
+    for (size_t off = 0; off < size; off += sizeof vec << SL_PAGE_SHIFT) {
+        size_t len = size - off < sizeof vec << SL_PAGE_SHIFT ? size - off : sizeof vec << SL_PAGE_SHIFT;
+        if (mincore((char *)p + off, len, vec))
+            continue; /* unmapped meanwhile: none of it is ours */
+        for (size_t i = 0; i < len >> SL_PAGE_SHIFT; i++)
+            n += vec[i] & 1;
+    }
+    errno = saved;
+    return n << SL_PAGE_SHIFT;
+}
+
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25 /* Linux 6.1; older headers lack it */
 #endif

@@ -18,6 +18,11 @@ void *os_remap(void *p, size_t old_size, size_t new_size, void *fixed); /* NULL 
 int   os_huge(void *p, size_t size);                /* MADV_HUGEPAGE */
 int   os_collapse(void *p, size_t size);            /* MADV_COLLAPSE (Linux 6.1): errno, or 0 */
 int   os_protect(void *p, size_t size, bool rw);    /* PROT_READ|PROT_WRITE or PROT_NONE; 0 or errno */
+/* Bytes of [p, p + size) (page aligned) that are resident, by mincore(2):
+ * a page the kernel has in memory, lazily freed (MADV_FREE) ones included
+ * until it takes them, as smaps' Rss counts them. 0 where the range is
+ * not mapped (ENOMEM). A walk of page tables, no text: cheap. */
+size_t os_resident(void *p, size_t size);
 /* Give pages back: MADV_FREE (lazy: the kernel takes them when it needs
  * them; falls back to MADV_DONTNEED, for good, where the kernel refuses it)
  * or MADV_DONTNEED (clean: they read as zero). Returns the advice that

@@ -468,8 +468,20 @@ void heap_thread_exit(struct heap *h);
 /* sl_check's part for the slab and page layers (heap_check.c): reports and
  * aborts on the first broken invariant. Other threads must be quiet. */
 void heap_check_all(void);
-/* Bytes in live slab objects (by size class) and live runs: mallinfo. */
-size_t heap_in_use_bytes(void);
+/* What the program holds in pageblocks, from a walk of every allocated
+ * run (page heap lock held while it walks): mallinfo, jemalloc's mallctl.
+ * Objects in magazines, in remote batches and marked in the remote-free
+ * bitmap (freed by another thread, not yet taken back) are free, though
+ * their slabs count them as used. Read racily: each figure is right to
+ * within what changed during the walk. */
+struct heap_usage {
+    size_t slab_bytes;   /* live slab objects, by their stride */
+    size_t run_bytes;    /* live medium runs, by their pages */
+    size_t active_bytes; /* pages of live runs and of slabs with a live object */
+    /* malloc size classes: slabs, and the live objects in them */
+    size_t class_slabs[SL_NCLASSES], class_objects[SL_NCLASSES];
+};
+void heap_usage(struct heap_usage *u);
 sl_lock *heap_fork_lock(void); /* heaps_lock, for fork's handlers */
 sl_lock *heapless_fork_lock(void); /* heap.c's heapless_lock, for fork's handlers */
 void heap_fork_child(void);

@@ -1,6 +1,6 @@
 /* heap_check.c — the slab layer's part of sl_check (with the page layer's
- * walk of every pageblock, page_check.c), and the in-use byte count of the
- * statistics (mallinfo).
+ * walk of every pageblock, page_check.c), and the figures of what is in use
+ * (heap_usage: mallinfo, jemalloc's mallctl).
  *
  * Checked, with heaps_lock held, for a process whose other threads are not
  * allocating or freeing at that moment (sl_check reads owner-private state):
@@ -335,31 +335,54 @@ void heap_check_all(void)
     heaps_unlock_for_check();
 }
 
-/* ---- in-use bytes (mallinfo's uordblks) -------------------------------- */
+/* ---- in use: mallinfo's uordblks, jemalloc's allocated and active ----- */
 
+/* One allocated run, read without its owner's consent: racy by nature (a
+ * statistic), so every field is read once and checked before it indexes. */
 static void count_run(struct page *head, void *arg)
 {
-    size_t *bytes = arg;
+    struct heap_usage *u = arg;
+    size_t bytes = (size_t)head->h.npages << SL_PAGE_SHIFT;
     if (head->h.kind == PG_RUN) {
-        if (run_live((uintptr_t)page_addr(head)))
-            *bytes += (size_t)head->h.npages << SL_PAGE_SHIFT;
+        if (run_live((uintptr_t)page_addr(head))) {
+            u->run_bytes += bytes;
+            u->active_bytes += bytes;
+        }
         return;
     }
     struct slab *s = slab_of_page(head);
-    if (atomic_load_explicit(&s->owner, memory_order_relaxed)) /* racy by nature: a statistic */
-        *bytes += (size_t)__atomic_load_n(&s->used, __ATOMIC_RELAXED) * s->size;
+    if (!atomic_load_explicit(&s->owner, memory_order_relaxed))
+        return; /* parked in a page cache */
+    unsigned used = __atomic_load_n(&s->used, __ATOMIC_RELAXED), cls = __atomic_load_n(&s->cls, __ATOMIC_RELAXED);
+    if (atomic_load_explicit(slab_remote(s), memory_order_relaxed) & SLAB_REMOTE_GROUPS) {
+        /* freed by other threads, not yet taken back: used, but not live */
+        unsigned freed = 0;
+        for (uintptr_t a = (uintptr_t)page_addr(head), end = a + bytes; a < end; a += 64 * SL_GRAIN)
+            freed += popcount64(ld_relaxed(rbitmap_word(a)));
+        used -= freed < used ? freed : used;
+    }
+    u->slab_bytes += (size_t)used * __atomic_load_n(&s->size, __ATOMIC_RELAXED);
+    u->active_bytes += used ? bytes : 0;
+    if (cls < SL_NCLASSES) {
+        u->class_slabs[cls]++;
+        u->class_objects[cls] += used;
+    }
 }
 
-size_t heap_in_use_bytes(void)
+void heap_usage(struct heap_usage *u)
 {
-    size_t bytes = 0;
-    page_walk_runs(count_run, &bytes);
+    memset(u, 0, sizeof *u);
+    page_walk_runs(count_run, u);
     heaps_lock_for_check();
     for (struct heap *h = heaps_all(); h; h = h->all_next) { /* free, though used in their slabs */
-        for (unsigned c = 0; c < SL_NCLASSES; c++)
-            bytes -= (size_t)mag_count(h, c) * class_size[c];
-        bytes -= __atomic_load_n(&h->rbatch_bytes, __ATOMIC_RELAXED); /* freed, waiting in a remote batch */
+        for (unsigned c = 0; c < SL_NCLASSES; c++) {
+            size_t n = mag_count(h, c);
+            u->slab_bytes -= n * class_size[c];
+            u->class_objects[c] -= n < u->class_objects[c] ? n : u->class_objects[c];
+        }
+        u->slab_bytes -= __atomic_load_n(&h->rbatch_bytes, __ATOMIC_RELAXED); /* freed, waiting in a remote batch */
     }
     heaps_unlock_for_check();
-    return bytes;
+    if ((ptrdiff_t)u->slab_bytes < 0) /* counts read at different instants */
+        u->slab_bytes = 0;
 }

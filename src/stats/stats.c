@@ -9,6 +9,7 @@
 #include "../base/fatal.h"
 #include "../options/options.h"
 #include "../os/os.h"
+#include "resident.h"
 #include "thp.h"
 #include "sluice.h"
 
@@ -28,10 +29,16 @@ static const char *const texts[] = {
 extern const struct stat_source __start_sl_stat_source[] __attribute__((weak, visibility("hidden")));
 extern const struct stat_source __stop_sl_stat_source[] __attribute__((weak, visibility("hidden")));
 
+/* The gauges that ask the kernel, read only when wanted: the smaps ones
+ * make it walk every page table and format text for every mapping
+ * (milliseconds per 100 MiB); resident_bytes walks sluice's own page
+ * tables with mincore (microseconds). */
+enum costly { WANT_SMAPS = 1, WANT_RESIDENT = 2 };
+
 /* Every counter and gauge: the global counters, then each layer's report
- * (stats.h: STAT_SOURCE), then the gauges read from /proc/self/smaps
- * (thp.c), which make the kernel walk every page table: only with smaps. */
-static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT], bool smaps)
+ * (stats.h: STAT_SOURCE), then the costly gauges that are wanted (the
+ * others read 0). */
+static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT], unsigned want)
 {
     for (int i = 0; i < STAT_COUNT; i++)
         all[i] = ld_relaxed(&stats_global[i]);
@@ -41,12 +48,21 @@ static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT], bool smaps)
     for (const struct stat_source *s = __start_sl_stat_source; s < __stop_sl_stat_source; s++)
         s->report(all, g);
     struct thp_usage tu = { 0, 0, 0, 0 };
-    if (smaps)
+    if (want & WANT_SMAPS)
         thp_usage(&tu);
     g[GAUGE_block_rss_bytes] = tu.block_rss;
     g[GAUGE_block_thp_bytes] = tu.block_thp;
     g[GAUGE_huge_rss_bytes] = tu.huge_rss;
     g[GAUGE_huge_thp_bytes] = tu.huge_thp;
+    g[GAUGE_resident_bytes] = want & WANT_RESIDENT ? resident_bytes() : 0;
+}
+
+/* What reading gauge or counter i needs of the costly ones. */
+static unsigned costly_of(size_t i)
+{
+    if (i == STAT_COUNT + GAUGE_resident_bytes)
+        return WANT_RESIDENT;
+    return i >= STAT_COUNT + GAUGE_block_rss_bytes && i <= STAT_COUNT + GAUGE_huge_thp_bytes ? WANT_SMAPS : 0;
 }
 
 struct out;
@@ -76,18 +92,37 @@ static bool drain_stat(const char *name, uint64_t *v)
     return false;
 }
 
+static size_t index_of(const char *name) /* STAT_COUNT + GAUGE_COUNT: none */
+{
+    size_t i = 0;
+    while (i < STAT_COUNT + GAUGE_COUNT && strcmp(names[i], name))
+        i++;
+    return i;
+}
+
+bool stats_lookup_many(size_t n, const char *const name[], uint64_t v[])
+{
+    unsigned want = 0;
+    for (size_t k = 0; k < n; k++)
+        want |= costly_of(index_of(name[k]));
+    uint64_t all[STAT_COUNT + GAUGE_COUNT];
+    snapshot(all, want);
+    bool known = true;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = index_of(name[k]);
+        if (i < STAT_COUNT + GAUGE_COUNT)
+            v[k] = all[i];
+        else if (!drain_stat(name[k], &v[k]))
+            known = false, v[k] = 0;
+    }
+    return known;
+}
+
 bool stats_lookup(const char *name, uint64_t *v)
 {
     if (drain_stat(name, v))
         return true;
-    for (size_t i = 0; i < STAT_COUNT + GAUGE_COUNT; i++)
-        if (!strcmp(names[i], name)) {
-            uint64_t all[STAT_COUNT + GAUGE_COUNT];
-            snapshot(all, i >= STAT_COUNT + GAUGE_block_rss_bytes && i <= STAT_COUNT + GAUGE_huge_thp_bytes);
-            *v = all[i];
-            return true;
-        }
-    return false;
+    return index_of(name) < STAT_COUNT + GAUGE_COUNT && stats_lookup_many(1, &name, v);
 }
 
 uint64_t sl_stat(const char *name)
@@ -96,25 +131,34 @@ uint64_t sl_stat(const char *name)
     return stats_lookup(name, &v) ? v : 0;
 }
 
-/* ---- output: a buffer on the stack, written with write(2) when full ------ */
+/* ---- output: a buffer on the stack, written with write(2) when full, or
+ * handed to a callback as a string (jemalloc's malloc_stats_print) ------ */
+
+#define OUT_CAP 512
 
 struct out {
     int fd;
+    void (*cb)(void *arg, const char *s); /* NULL: write to fd */
+    void *arg;
     size_t n;
-    char buf[512];
+    char buf[OUT_CAP + 1]; /* + 1: the callback's string ends in buf[n] */
 };
 static void out_flush(struct out *o)
 {
-    if (o->n)
+    if (o->n && o->cb) {
+        o->buf[o->n] = 0;
+        o->cb(o->arg, o->buf);
+    } else if (o->n) {
         (void)!write(o->fd, o->buf, o->n);
+    }
     o->n = 0;
 }
 static void out_mem(struct out *o, const char *s, size_t l)
 {
     while (l) {
-        if (o->n == sizeof o->buf)
+        if (o->n == OUT_CAP)
             out_flush(o);
-        size_t k = sizeof o->buf - o->n < l ? sizeof o->buf - o->n : l;
+        size_t k = OUT_CAP - o->n < l ? OUT_CAP - o->n : l;
         memcpy(o->buf + o->n, s, k);
         o->n += k, s += k, l -= k;
     }
@@ -146,48 +190,64 @@ static void out_pct(struct out *o, uint64_t part, uint64_t whole)
     out_str(o, "%)");
 }
 
+static void summary(struct out *o);
 void sl_stats_print(int fd)
 {
+    struct out o = { .fd = fd, .cb = NULL, .arg = NULL, .n = 0 };
+    summary(&o);
+}
+
+static void json(struct out *o, bool smaps);
+void stats_write(void (*cb)(void *arg, const char *s), void *arg, bool as_json)
+{
+    struct out o = { .fd = -1, .cb = cb, .arg = arg, .n = 0 };
+    if (as_json)
+        json(&o, true);
+    else
+        summary(&o);
+}
+
+static void summary(struct out *o)
+{
     uint64_t all[STAT_COUNT + GAUGE_COUNT];
-    snapshot(all, true);
-    struct out o = { .fd = fd, .n = 0 };
-    out_str(&o, "sluice statistics\n");
+    snapshot(all, WANT_SMAPS | WANT_RESIDENT);
+    out_str(o, "sluice statistics\n");
     for (size_t i = 0; i < STAT_COUNT + GAUGE_COUNT; i++) {
-        out_flush(&o); /* a line starts at 0: the padding counts from there */
-        out_str(&o, "  ");
-        out_str(&o, names[i]);
+        out_flush(o); /* a line starts at 0: the padding counts from there */
+        out_str(o, "  ");
+        out_str(o, names[i]);
         char num[24];
         size_t d = fmt_u64(num, all[i]);
-        out_pad(&o, 24);
-        out_mem(&o, "              ", d < 14 ? 14 - d : 0); /* the number right-aligned in 14 */
-        out_mem(&o, num, d);
-        out_str(&o, "  ");
-        out_str(&o, texts[i]);
-        out_str(&o, "\n");
+        out_pad(o, 24);
+        out_mem(o, "              ", d < 14 ? 14 - d : 0); /* the number right-aligned in 14 */
+        out_mem(o, num, d);
+        out_str(o, "  ");
+        out_str(o, texts[i]);
+        out_str(o, "\n");
     }
-    reconcile(&o, all + STAT_COUNT);
-    out_flush(&o);
-    out_str(&o, "reclaim registry, in drain order: bytes held now, and when an allocation last failed (");
-    out_u64(&o, drain_enomem_count());
-    out_str(&o, " failed and drained)\n");
+    reconcile(o, all + STAT_COUNT);
+    out_flush(o);
+    out_str(o, "reclaim registry, in drain order: bytes held now, and when an allocation last failed (");
+    out_u64(o, drain_enomem_count());
+    out_str(o, " failed and drained)\n");
     for (unsigned k = 0; k < DRAIN_COUNT; k++) {
         const struct drain *d = drain_of((enum drain_order)k);
         if (!d)
             continue;
-        out_flush(&o);
-        out_str(&o, "  ");
-        out_str(&o, d->name);
-        out_pad(&o, 18);
+        out_flush(o);
+        out_str(o, "  ");
+        out_str(o, d->name);
+        out_pad(o, 18);
         if (d->held) {
-            out_mib(&o, "", d->held());
-            out_pad(&o, 32);
-            out_mib(&o, "", drain_enomem_held((enum drain_order)k));
+            out_mib(o, "", d->held());
+            out_pad(o, 32);
+            out_mib(o, "", drain_enomem_held((enum drain_order)k));
         } else {
-            out_str(&o, "(not counted)");
+            out_str(o, "(not counted)");
         }
-        out_str(&o, "\n");
+        out_str(o, "\n");
     }
-    out_flush(&o);
+    out_flush(o);
 }
 
 /* ---- reconciliation with the kernel's view ------------------------------ */
@@ -277,59 +337,64 @@ static void json_member(struct out *o, const char *key, uint64_t v, bool *first)
 
 /* One object on one line; every name is one of sl_stat_name's or a fixed
  * reconciliation key (sl_stat(3), "The JSON object"): the layout is stable. */
-void stats_json(int fd, bool smaps)
+static void json(struct out *o, bool smaps)
 {
     uint64_t all[STAT_COUNT + GAUGE_COUNT];
-    snapshot(all, smaps);
+    snapshot(all, WANT_RESIDENT | (smaps ? WANT_SMAPS : 0));
     const uint64_t *g = all + STAT_COUNT;
-    struct out o = { .fd = fd, .n = 0 };
     bool first = true;
-    out_str(&o, "{\"version\":1,\"counters\":{");
+    out_str(o, "{\"version\":1,\"counters\":{");
     for (size_t i = 0; i < STAT_COUNT; i++)
-        json_member(&o, names[i], all[i], &first);
-    out_str(&o, "},\"gauges\":{");
+        json_member(o, names[i], all[i], &first);
+    out_str(o, "},\"gauges\":{");
     first = true;
     for (size_t i = STAT_COUNT; i < STAT_COUNT + GAUGE_COUNT; i++)
-        json_member(&o, names[i], all[i], &first);
-    out_str(&o, "}");
+        json_member(o, names[i], all[i], &first);
+    out_str(o, "}");
     struct recon r;
     if (recon_get(g, &r)) {
-        out_str(&o, ",\"kernel\":{");
+        out_str(o, ",\"kernel\":{");
         first = true;
-        json_member(&o, "rss_bytes", r.rss, &first);
-        json_member(&o, "lazyfree_bytes", r.lazy_free, &first);
-        json_member(&o, "anon_huge_bytes", r.anon_huge, &first);
-        out_str(&o, "},\"reconciliation\":{");
+        json_member(o, "rss_bytes", r.rss, &first);
+        json_member(o, "lazyfree_bytes", r.lazy_free, &first);
+        json_member(o, "anon_huge_bytes", r.anon_huge, &first);
+        out_str(o, "},\"reconciliation\":{");
         first = true;
-        json_member(&o, "in_use_bytes", r.in_use, &first);
-        json_member(&o, "headers_and_records_bytes", r.headers, &first);
-        json_member(&o, "dirty_bytes", g[GAUGE_dirty_bytes], &first);
-        json_member(&o, "lazy_bytes", g[GAUGE_lazy_bytes], &first);
-        json_member(&o, "clean_bytes", g[GAUGE_clean_bytes], &first);
-        json_member(&o, "teardown_bytes", g[GAUGE_teardown_pending_bytes] + g[GAUGE_teardown_inflight_bytes],
+        json_member(o, "in_use_bytes", r.in_use, &first);
+        json_member(o, "headers_and_records_bytes", r.headers, &first);
+        json_member(o, "dirty_bytes", g[GAUGE_dirty_bytes], &first);
+        json_member(o, "lazy_bytes", g[GAUGE_lazy_bytes], &first);
+        json_member(o, "clean_bytes", g[GAUGE_clean_bytes], &first);
+        json_member(o, "teardown_bytes", g[GAUGE_teardown_pending_bytes] + g[GAUGE_teardown_inflight_bytes],
                     &first);
-        out_str(&o, "}");
+        out_str(o, "}");
     }
-    out_str(&o, ",\"drains\":{");
+    out_str(o, ",\"drains\":{");
     first = true;
     for (unsigned k = 0; k < DRAIN_COUNT; k++) {
         const struct drain *d = drain_of((enum drain_order)k);
         if (!d)
             continue;
-        out_str(&o, first ? "\"" : ",\"");
+        out_str(o, first ? "\"" : ",\"");
         first = false;
-        out_str(&o, d->name);
-        out_str(&o, "\":{");
+        out_str(o, d->name);
+        out_str(o, "\":{");
         bool f2 = true;
         if (d->held)
-            json_member(&o, "held_bytes", d->held(), &f2);
-        json_member(&o, "enomem_held_bytes", drain_enomem_held((enum drain_order)k), &f2);
-        out_str(&o, "}");
+            json_member(o, "held_bytes", d->held(), &f2);
+        json_member(o, "enomem_held_bytes", drain_enomem_held((enum drain_order)k), &f2);
+        out_str(o, "}");
     }
-    out_str(&o, "},\"enomem_drains\":");
-    out_u64(&o, drain_enomem_count());
-    out_str(&o, "}\n");
-    out_flush(&o);
+    out_str(o, "},\"enomem_drains\":");
+    out_u64(o, drain_enomem_count());
+    out_str(o, "}\n");
+    out_flush(o);
+}
+
+void stats_json(int fd, bool smaps)
+{
+    struct out o = { .fd = fd, .cb = NULL, .arg = NULL, .n = 0 };
+    json(&o, smaps);
 }
 
 void sl_stats_json(int fd) { stats_json(fd, true); }

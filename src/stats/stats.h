@@ -106,6 +106,7 @@ enum sl_stat {
     X(block_thp_bytes, "of them, in transparent hugepages")                   \
     X(huge_rss_bytes, "huge mapping bytes resident (smaps)")                  \
     X(huge_thp_bytes, "of them, in transparent hugepages")                    \
+    X(resident_bytes, "pageblock, huge and zone bytes resident (mincore)")    \
     X(mapped_bytes, "bytes mapped in all")
 
 enum sl_gauge {
@@ -161,9 +162,16 @@ void stats_print(void); /* text summary to stderr, write(2) only */
 /* A statistic by name (sl_stat's, and the registry's held.NAME ...):
  * false if there is none. */
 bool stats_lookup(const char *name, uint64_t *v);
+/* Several at once, from one snapshot: false if one is unknown (it reads 0). */
+bool stats_lookup_many(size_t n, const char *const name[], uint64_t v[]);
 /* sl_stats_json, with the smaps gauges (which walk every page table) read
  * or left 0. */
 void stats_json(int fd, bool smaps);
+/* The text summary (or, as_json, the JSON object, smaps read) handed to cb
+ * a piece at a time, each a string of at most 512 bytes: jemalloc's
+ * malloc_stats_print (api/jemalloc_compat.c). No allocation; no lock of
+ * sluice is held while cb runs. */
+void stats_write(void (*cb)(void *arg, const char *s), void *arg, bool as_json);
 /* SLUICE_PUBLISH (publish.c): write the statistics to the option's path
  * (%p: the process id) through a temporary file and rename, so a reader
  * never sees half of them. final: at exit, with the smaps gauges. */
