@@ -33,6 +33,7 @@
 #include "../meta/meta.h"
 #include "../os/os.h"
 #include "../slab/heap.h"
+#include "../slab/slabinfo.h"
 #include "sluice.h"
 
 #define CACHE_MAX_PAGES   32 /* slab length limit: 128 KiB */
@@ -46,6 +47,8 @@ struct sl_cache {
     uint16_t id;
     char name[CACHE_NAME_MAX];
 };
+
+_Static_assert(sizeof(((struct sl_cache_stats *)0)->name) == CACHE_NAME_MAX, "a row holds the name");
 
 /* Slab length for objects of stride bytes: room for CACHE_MIN_OBJECTS
  * (within CACHE_MAX_PAGES), then the first length that wastes at most 1/16,
@@ -140,7 +143,7 @@ static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
     }
     void *p = s->free;
     slab_pop_owned(s, p, slab_link(s, p));
-    stat_add(h->stats, STAT_alloc_small, 1);
+    count_add(&h->counts.alloc[c->id], 1);
     return p;
 }
 
@@ -154,7 +157,7 @@ void *sl_cache_alloc(sl_cache_t *c)
         void *p = s->free;
         if (likely(p != NULL)) {
             slab_pop_owned(s, p, slab_link(s, p));
-            stat_add(h->stats, STAT_alloc_small, 1);
+            count_add(&h->counts.alloc[c->id], 1);
             return p;
         }
     }
@@ -204,6 +207,21 @@ size_t sl_cache_shrink(sl_cache_t *c)
     size_t bytes = heap_id_shrink(c->id);
     heap_count(tls_heap, STAT_cache_shrink_bytes, bytes);
     return bytes;
+}
+
+/* The first version of the struct is all of it so far: a caller's size
+ * below it is refused, a larger one (a newer header) gets what is known. */
+int sl_cache_stats(sl_cache_t *c, struct sl_cache_stats *out)
+{
+    if (!c || !out || out->size < sizeof(struct sl_cache_stats))
+        return EINVAL;
+    if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
+        cache_dead(c, "sl_cache_stats of");
+    struct sl_cache_stats row;
+    if (!slabinfo_row(c->id, &row))
+        return EINVAL;
+    memcpy(out, &row, sizeof row);
+    return 0;
 }
 
 /* Shrinkers by user cache id (id - SL_NCLASSES), called by sl_purge on

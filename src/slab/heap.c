@@ -318,7 +318,7 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
         slab_pop_owned(s, p, (void **)p);
         *mag_cookie(p) = 0;
     }
-    stat_add(h->stats, STAT_alloc_small, 1);
+    count_add(&h->counts.alloc[cls], 1);
     return p;
 }
 

@@ -120,6 +120,8 @@ void heap_free_object(struct slab *s, void *p)
         return heap_free_owned(h, s, p, slab_link(s, p), w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
     }
     heap_count(h, STAT_free_remote, 1);
+    heap_count_id(h, &h->counts.free[s->cls], 1);
+    heap_count_id(h, &h->counts.remote[s->cls], 1);
     if (s->cls < SL_NCLASSES) {
         heap_free_hint_check(p, s);
         remote_mark(p);
@@ -151,7 +153,7 @@ void heap_free_object(struct slab *s, void *p)
 #define MAG_BURST 64
 static bool mag_grow(struct heap *h, unsigned cls)
 {
-    uint32_t now = (uint32_t)ld_relaxed(&h->stats[STAT_alloc_small]);
+    uint32_t now = (uint32_t)ld_relaxed(&h->counts.alloc[cls]);
     if (now != h->mag_seen[cls]) {
         h->mag_seen[cls] = now;
         h->mag_burst[cls] = 0;
