@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "../base/annotate.h"
 #include "../base/events.h"
 #include "../base/fatal.h"
 #include "heap_lists.h"
@@ -99,9 +100,21 @@ static void run_free(void *p, struct page *pg)
 static SL_LOCK_DEFINE(heapless_lock, LOCK_HEAPLESS);
 sl_lock *heapless_fork_lock(void) { return &heapless_lock; }
 
+static void free_object(struct slab *s, void *p);
+
 /* Free of a live slab object (validated) of any cache: by its owner with no
- * atomics, else into the remote-free bitmap (slab.h). */
+ * atomics, else into the remote-free bitmap (slab.h). A watched object
+ * cache's objects all come here (cache/cache.c): told to the checker
+ * after sluice's own writes into them (base/annotate.h). */
 void heap_free_object(struct slab *s, void *p)
+{
+    unsigned id = s->cls;
+    free_object(s, p);
+    if (id >= SL_NCLASSES && unlikely(annotate_watch() != WATCH_NONE))
+        annotate_pool_free(&slab_geom[id], p, slab_geom[id].size);
+}
+
+static void free_object(struct slab *s, void *p)
 {
     struct heap *h = tls_heap;
     /* a thread that only frees (a consumer) gets a heap too, so its counts
