@@ -160,8 +160,11 @@ SL_API const char *sl_stat_name(size_t i);
 SL_API void sl_stats_print(int fd);
 /* The same figures as one JSON object on one line: {"version":1,
  * "counters":{name:n,...},"gauges":{name:n,...},"kernel":{...},
- * "reconciliation":{...}} (the README has every key). SLUICE_STATS=json
- * prints it to stderr at exit. No allocation: safe anywhere. */
+ * "reconciliation":{...},"drains":{...},"enomem_drains":n,
+ * "caches":[{"name":...,"object_size":n,...},...]} (the README has every
+ * key; a "caches" row has struct sl_cache_stats's fields, pageblock_type
+ * as "SLAB" or "RECLAIM"). SLUICE_STATS=json prints it to stderr at exit.
+ * No allocation: safe anywhere. */
 SL_API void sl_stats_json(int fd);
 
 #ifdef __cplusplus
