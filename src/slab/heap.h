@@ -93,8 +93,8 @@ extern struct heap_ids ids_none; /* all keys 0: matches no cache */
 #define HEAP_TAG_NONE (~0u << TAG_HEAP_SHIFT) /* matches no page tag: heap_empty */
 
 /* A heap's counts by cache id (the malloc classes and user caches), for
- * the per-cache statistics (slabinfo.c) and the totals alloc_small,
- * free_small and free_remote: summed on read over every heap. free counts
+ * the per-cache statistics (slabinfo.c) and the totals alloc_small and
+ * free_small: summed on read over every heap. free counts
  * every object given back, whichever way; remote and bulk count those of
  * them freed by a thread that did not own the object's slab, and those
  * freed through sl_free_bulk or sl_cache_free_bulk. An object is counted
@@ -153,13 +153,13 @@ sl_inline void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
     else
         stat_add_shared(id, n);
 }
-/* Add 1 to h->counts.alloc[id] or .free[id] (off: the array's offset in
- * struct heap) on a fast path: count_add, with the address spelt out from
- * h and id, which the fast paths hold in registers anyway. Through a "+m"
- * operand the compiler computes the slot's address into a register of its
- * own (one to two instructions a call: bench/pair.sh, 76 -> 80). No
- * "memory" clobber: the slot is read only with atomic loads, elsewhere,
- * so no copy of it is held across the add. */
+/* Add 1 to h->counts.array[id] (array: alloc or free) on a fast path:
+ * count_add, with the address spelt out from h and id, which the fast
+ * paths hold in registers anyway. Through count_add's "+m" operand the
+ * compiler computed the slot's address into a register of its own, one
+ * to two instructions a call (bench/pair.sh: 76 -> 80 a pair; with this,
+ * 75). No "memory" clobber: the slot is read only with atomic loads,
+ * elsewhere, so no copy of it is held across the add. */
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define heap_count_fast(h, array, id)                                                                                 \
     __asm__("addq $1, %c2(%0,%1,8)" : : "r"(h), "r"((size_t)(id)), "i"(offsetof(struct heap, counts.array)))
