@@ -90,6 +90,38 @@ SL_API void sl_cache_destroy(sl_cache_t *c);
  * way. fn must not create or destroy caches, nor set another shrinker. */
 SL_API void sl_cache_set_reclaim(sl_cache_t *c, size_t (*fn)(sl_cache_t *c, size_t want));
 
+/* Per-cache statistics, the kernel's /proc/slabinfo: one row for each
+ * malloc size class ("malloc-16" ... "malloc-32768") and each object
+ * cache. The caller sets size to sizeof(struct sl_cache_stats) (the
+ * version: fields are only ever added at the end); sl_cache_stats fills
+ * what both know of, sets size to it and returns 0, or EINVAL (NULL
+ * arguments, a size below the first version's). The counts are summed
+ * over every thread when asked; objects_active and the slabs are read from
+ * the slabs themselves, and in a program whose threads are not allocating
+ * objects_active == allocations - frees. sl_ctl reads the same figures:
+ * "cache.NAME.FIELD" (a uint64_t; NAME a cache's name or malloc-N) and
+ * "caches.I" (the I-th row as this struct, from 0, in the order
+ * SLUICE_STATS lists them; ENOENT past the last). */
+struct sl_cache_stats {
+    size_t size;             /* in: sizeof(struct sl_cache_stats); out: the bytes filled */
+    char name[48];
+    uint64_t object_size;    /* bytes an object takes in its slabs (its stride) */
+    uint64_t objects_active; /* handed out and not freed */
+    uint64_t objects_total;  /* room in its slabs */
+    uint64_t slabs_active;   /* slabs holding an object handed out (or, for malloc,
+                              * freed into a thread's magazine or batch: not back yet) */
+    uint64_t slabs_total;
+    uint64_t pages_per_slab; /* 4 KiB pages */
+    uint64_t pageblock_type; /* SL_PAGEBLOCK_SLAB, or _RECLAIM (SL_CACHE_RECLAIMABLE) */
+    uint64_t allocations;    /* objects handed out, ever (sl_cache_alloc, malloc, bulk) */
+    uint64_t frees;          /* objects given back, ever, every way */
+    uint64_t remote_frees;   /* of the frees, by a thread other than the slab's owner */
+    uint64_t bulk_frees;     /* of the frees, through sl_free_bulk or sl_cache_free_bulk */
+};
+#define SL_PAGEBLOCK_SLAB    0
+#define SL_PAGEBLOCK_RECLAIM 1
+SL_API int sl_cache_stats(sl_cache_t *cache, struct sl_cache_stats *out);
+
 /* Release all free memory now: collect remote frees, return empty slabs and
  * cached pages, make every free page clean (MADV_DONTNEED, whatever
  * SLUICE_PURGE says), unmap free pageblocks and cached huge mappings.
@@ -128,8 +160,11 @@ SL_API const char *sl_stat_name(size_t i);
 SL_API void sl_stats_print(int fd);
 /* The same figures as one JSON object on one line: {"version":1,
  * "counters":{name:n,...},"gauges":{name:n,...},"kernel":{...},
- * "reconciliation":{...}} (sl_stat(3) has every key). SLUICE_STATS=json
- * prints it to stderr at exit. No allocation: safe anywhere. */
+ * "reconciliation":{...},"drains":{...},"enomem_drains":n,
+ * "caches":[{"name":...,"object_size":n,...},...]} (sl_stat(3) has every
+ * key; a "caches" row has struct sl_cache_stats's fields, pageblock_type
+ * as "SLAB" or "RECLAIM"). SLUICE_STATS=json prints it to stderr at exit.
+ * No allocation: safe anywhere. */
 SL_API void sl_stats_json(int fd);
 
 #ifdef __cplusplus

@@ -32,10 +32,11 @@ lines = out.splitlines()
 check(len(lines) == 1, f"one line on stderr ({len(lines)})")
 d = json.loads(lines[-1])
 check(d.get("version") == 1, "version 1")
-check(set(d) == {"version", "counters", "gauges", "kernel", "reconciliation", "drains", "enomem_drains"},
+check(set(d) == {"version", "counters", "gauges", "kernel", "reconciliation", "drains", "enomem_drains", "caches"},
       f"top-level keys {sorted(d)}")
 text = under("1").splitlines()
-names = [l.split()[0] for l in text[1:] if l.startswith("  ") and len(l.split()) > 2 and l.split()[1].isdigit()]
+end = text.index(next(l for l in text if l.startswith("reconciliation with")))
+names = [l.split()[0] for l in text[1:end] if l.startswith("  ") and len(l.split()) > 2 and l.split()[1].isdigit()]
 json_names = list(d["counters"]) + list(d["gauges"])
 check(names == json_names, f"the same {len(names)} names, in the same order, as the text summary")
 check(all(isinstance(v, int) and v >= 0 for v in list(d["counters"].values()) + list(d["gauges"].values())),
@@ -54,5 +55,20 @@ check(all("enomem_held_bytes" in v for v in d["drains"].values()), "each drain's
 i = text.index(next(l for l in text if l.startswith("reclaim registry")))
 check([l.split()[0] for l in text[i + 1:i + 1 + len(order)]] == order, "the text summary lists the same drains")
 check(d["enomem_drains"] == 0, "no allocation failed")
+# the per-cache table (slabinfo): a row per malloc class used, every figure adding up at exit
+keys = ["name", "object_size", "objects_active", "objects_total", "slabs_active", "slabs_total", "pages_per_slab",
+        "pageblock_type", "allocations", "frees", "remote_frees", "bulk_frees"]
+rows = d["caches"]
+check(rows and all(list(r) == keys for r in rows), f"each of the {len(rows)} cache rows has the keys in order")
+check(sum(r["allocations"] for r in rows) == d["counters"]["alloc_small"], "the rows' allocations sum to alloc_small")
+check(all(r["objects_active"] == r["allocations"] - r["frees"] for r in rows),
+      "objects_active == allocations - frees in every row")
+check(all(r["objects_active"] <= r["objects_total"] and r["slabs_active"] <= r["slabs_total"] for r in rows),
+      "active within total, objects and slabs")
+served = sum(r["allocations"] for r in rows if 640 <= r["object_size"] <= 4096)
+check(served >= 15000, f"the classes of 640 B to 4 KiB served the program's 20000 objects ({served})")
+i = text.index(next(l for l in text if l.startswith("object caches (slabinfo")))
+tnames = [l.split()[0] for l in text[i + 2:] if l.startswith("  malloc-")]
+check(len(tnames) > 10 and all(n.startswith("malloc-") for n in tnames), f"the text table lists {len(tnames)} classes")
 print(f"stats_json: {passes} passed, {fails} failed")
 sys.exit(1 if fails else 0)

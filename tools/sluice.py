@@ -3,6 +3,7 @@
 
   sluice run [--interval MS] [--json FILE] [--plot FILE.png]
              [--compare glibc,jemalloc,tcmalloc,mimalloc] -- PROGRAM [ARGS...]
+  sluice top [--once] [--interval S] [--file FILE] PID
 
 The program runs with LD_PRELOAD=libsluice.so. Every interval (100 ms) this
 command reads Rss, LazyFree and AnonHugePages from /proc/PID/smaps_rollup,
@@ -243,6 +244,75 @@ def cmd_run(args):
     return e["status"]
 
 
+def cmd_top(args):
+    """sluice top PID: the object caches of a running program, like slabtop.
+
+    Reads the statistics the program's libsluice publishes (SLUICE_PUBLISH,
+    found in /proc/PID/environ with %p as PID, or --file): the "caches"
+    rows, one per malloc size class used and per object cache, sorted by
+    the memory of their slabs, refreshed every --interval seconds until the
+    program ends (or ^C); --once prints one snapshot."""
+    path = args.file
+    if not path:
+        try:
+            with open(f"/proc/{args.pid}/environ", "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+        except OSError as e:
+            fail(f"top: process {args.pid}: {e.strerror}", 1)
+        pub = env.get(b"SLUICE_PUBLISH", b"").decode(errors="replace")
+        if not pub:
+            fail(f"top: process {args.pid} does not publish its statistics: run it with SLUICE_PUBLISH=FILE "
+                 "(sluice run sets it) or give --file", 2)
+        path = pub.replace("%p", str(args.pid))
+        if not os.path.isabs(path):
+            path = os.path.join(f"/proc/{args.pid}/cwd", path)
+    cols = [("OBJS", 9), ("ACTIVE", 9), ("USE", 5), ("OBJ SIZE", 9), ("SLABS", 7), ("ACTIVE", 7), ("PAGES", 6),
+            ("TYPE", 8), ("CACHE SIZE", 11), ("ALLOCS", 11), ("FREES", 11), ("REMOTE", 9), ("BULK", 9)]
+
+    def kib(b):
+        return f"{b / 1024:.0f}K" if b < 100 << 20 else f"{b / 1048576:.0f}M"
+
+    def screen(d):
+        rows = sorted(d.get("caches", []), key=lambda r: (-r["slabs_total"] * r["pages_per_slab"], r["name"]))
+        mem = sum(r["slabs_total"] * r["pages_per_slab"] * 4096 for r in rows)
+        used = sum(r["objects_active"] * r["object_size"] for r in rows)
+        objs = sum(r["objects_total"] for r in rows)
+        act = sum(r["objects_active"] for r in rows)
+        lines = [f"sluice top: pid {args.pid}, {time.strftime('%H:%M:%S')}",
+                 f" objects (active / total): {act} / {objs} ({100 * act / objs if objs else 0:.1f}%)",
+                 f" slabs: {sum(r['slabs_active'] for r in rows)} / {sum(r['slabs_total'] for r in rows)},"
+                 f" in caches {kib(mem)}, in active objects {kib(used)}, {len(rows)} caches", ""]
+        lines.append("".join(f"{h:>{w}}" for h, w in cols) + "  NAME")
+        for r in rows:
+            use = 100 * r["objects_active"] / r["objects_total"] if r["objects_total"] else 0
+            vals = [r["objects_total"], r["objects_active"], f"{use:.0f}%", r["object_size"], r["slabs_total"],
+                    r["slabs_active"], r["pages_per_slab"], r["pageblock_type"],
+                    kib(r["slabs_total"] * r["pages_per_slab"] * 4096), r["allocations"], r["frees"],
+                    r["remote_frees"], r["bulk_frees"]]
+            lines.append("".join(f"{v:>{w}}" for v, (_, w) in zip(vals, cols)) + "  " + r["name"])
+        return "\n".join(lines)
+
+    while True:
+        d = read_published(path)
+        alive = os.path.exists(f"/proc/{args.pid}")
+        if d is None:
+            if args.once or not alive:
+                fail(f"top: nothing published at {path}"
+                     + ("" if alive else f" (process {args.pid} is gone)"), 1)
+        elif args.once:
+            print(screen(d))
+            return 0
+        else:
+            sys.stdout.write("\033[H\033[2J" + screen(d) + "\n")
+            sys.stdout.flush()
+        if not alive:
+            return 0
+        try:
+            time.sleep(args.interval)
+        except KeyboardInterrupt:
+            return 0
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="sluice", description="run a program under sluice and watch its memory")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -252,7 +322,19 @@ def main(argv):
     r.add_argument("--plot", metavar="FILE.png", help="draw the timeline (needs matplotlib)")
     r.add_argument("--compare", metavar="A,B", help="also run under glibc, jemalloc, tcmalloc, mimalloc")
     r.add_argument("program", nargs=argparse.REMAINDER, help="-- program args...")
+    t = sub.add_parser("top", help="a running program's object caches, like slabtop")
+    t.add_argument("pid", type=int, help="the process (it must publish: SLUICE_PUBLISH)")
+    t.add_argument("--once", action="store_true", help="print one snapshot and exit")
+    t.add_argument("--interval", type=float, default=1.0, metavar="S", help="refresh (default 1 s)")
+    t.add_argument("--file", metavar="FILE", help="the published file (default: from the process's environment)")
+    t.set_defaults(func=cmd_top)
     args = ap.parse_args(argv)
+    if hasattr(args, "func"):
+        try:
+            return args.func(args)
+        except Refused as e:
+            print(f"sluice: {e.args[0]}", file=sys.stderr)
+            return e.args[1]
     if args.program[:1] == ["--"]:
         args.program = args.program[1:]
     try:

@@ -15,7 +15,7 @@ void sl_free_bulk(void **ptrs, size_t n)
 {
     if (unlikely(sl_small_limit == 0)) { /* checked mode: each pointer is checked */
         for (size_t i = 0; i < n; i++)
-            dealloc(ptrs[i]);
+            sl_free(ptrs[i]); /* free's address: valgrind's where it replaced free (checked.h) */
         return;
     }
     bulk_free(ptrs, n, ANY_CACHE, free_one);
@@ -31,7 +31,7 @@ size_t sl_alloc_bulk(size_t size, size_t n, void **out)
     if (size - 1 >= sl_small_limit || !(h = heap_get())) {
         errno = saved; /* no heap is no failure yet */
         for (size_t i = 0; i < n; i++)
-            if (!(out[i] = alloc(size))) {
+            if (!(out[i] = sl_small_limit ? alloc(size) : sl_malloc(size))) { /* checked: as sl_free_bulk */
                 sl_free_bulk(out, i);
                 return 0;
             }

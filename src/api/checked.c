@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 
+#include "../base/annotate.h"
 #include "../base/drain.h"
 #include "../base/events.h"
 #include "../base/fatal.h"
@@ -76,7 +77,9 @@ void checked_init(void)
     if (r)
         memcpy(k, r, sizeof k);
     secret = (k[0] ^ k[1]) | 1;
-    if (sl_opt.check) {
+    /* under valgrind's memcheck the malloc family runs checked, its blocks
+     * told to memcheck (base/annotate.h) */
+    if (sl_opt.check || annotate_watch() == WATCH_MEMCHECK) {
         sl_checked = true;
         sl_small_limit = 0;
         sl_events.checked_free = checked_free;
@@ -145,6 +148,7 @@ void *checked_alloc(size_t n, size_t align)
             return NULL;
         }
         end = base + data;
+        annotate_reuse(base, data);
         p = (uint8_t *)align_down((uintptr_t)(end - n), align);
         if (p < base + offset)
             p = base + offset;
@@ -156,6 +160,7 @@ void *checked_alloc(size_t n, size_t align)
             return NULL;
         p = base + offset;
         end = base + heap_usable_size(base);
+        annotate_reuse(base, (size_t)(end - base)); /* it may hold a block memcheck saw freed */
     }
     struct chk_hdr *h = hdr_of(p);
     fill_canary(base, (uint8_t *)h);
@@ -166,6 +171,7 @@ void *checked_alloc(size_t n, size_t align)
     h->check = hdr_check(h, p);
     memset(p, 0, n);
     fill_canary(p + n, end);
+    annotate_malloc(p, n, false); /* calloc says it is zeroed (malloc.c) */
     return p;
 }
 
@@ -222,6 +228,7 @@ static void release(uint8_t *p)
         huge_free(hd, hd->base);
         return;
     }
+    annotate_defined(p, h->size); /* no access since its free, for memcheck: read here */
     for (size_t i = 0; i < h->size; i++)
         if (p[i])
             sl_fatal("write after free to", p + i, "checked mode, in a block of size", h->size);
@@ -255,6 +262,7 @@ void checked_free(void *ptr)
     } else {
         memset(p, 0, h->size);
     }
+    annotate_free(p);
     uint8_t *evict[QUARANTINE_ENTRIES];
     unsigned k = 0;
     lock_acquire(&quarantine_lock);

@@ -20,6 +20,10 @@ size_t checked_usable(const void *p);
 void checked_free_sized(void *p, size_t size);
 struct sl_lock *checked_fork_lock(void);
 
+/* malloc.c: under memcheck, the names valgrind may have left to sluice
+ * call the ones it replaces (malloc.c). */
+bool memcheck_names(void);
+
 /* malloc.c: a block of n bytes aligned to align from the slab or page
  * layer (never a huge mapping, never checked). */
 void *malloc_block_raw(size_t n, size_t align);

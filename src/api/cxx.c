@@ -71,11 +71,11 @@ EXPORT void _ZdlPv(void *p) { dealloc(p); }
 EXPORT void _ZdaPv(void *p) { dealloc(p); }
 EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; dealloc(p); }
 EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const nothrow_t *t) { (void)t; dealloc(p); }
-EXPORT void _ZdlPvm(void *p, size_t n) { dealloc_sized(p, 0, n); }
-EXPORT void _ZdaPvm(void *p, size_t n) { dealloc_sized(p, 0, n); }
+EXPORT void _ZdlPvm(void *p, size_t n) { dealloc_sized(p, 0, n, false); }
+EXPORT void _ZdaPvm(void *p, size_t n) { dealloc_sized(p, 0, n, false); }
 EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a) { (void)a; dealloc(p); }
 EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a) { (void)a; dealloc(p); }
 EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { (void)a, (void)t; dealloc(p); }
 EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const nothrow_t *t) { (void)a, (void)t; dealloc(p); }
-EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { dealloc_sized(p, a, n); }
-EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { dealloc_sized(p, a, n); }
+EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { dealloc_sized(p, a, n, false); }
+EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { dealloc_sized(p, a, n, false); }

@@ -25,8 +25,10 @@ size_t alloc_usable_for(size_t n, size_t align);
  * of anything else (malloc.c). */
 void free_other_slow(void *p, uintptr_t e);
 /* A sized free that dealloc_sized did not take: the full check, with
- * free's messages first (a bad pointer before a wrong size) (malloc.c). */
-void free_sized_slow(void *p, size_t align, size_t size);
+ * free's messages first (a bad pointer before a wrong size) (malloc.c).
+ * c_name: free_sized or free_aligned_sized, not a C++ delete (under
+ * memcheck those go to free: malloc.c, memcheck_names). */
+void free_sized_slow(void *p, size_t align, size_t size, bool c_name);
 
 sl_inline void *alloc(size_t n)
 {
@@ -48,7 +50,7 @@ sl_inline void dealloc(void *p)
  * goes straight to free (with the tag read), which validates p as it
  * always does; a mismatch, any other kind of memory, alignment above the
  * grain and checked mode take the full check. */
-sl_inline void dealloc_sized(void *p, size_t align, size_t size)
+sl_inline void dealloc_sized(void *p, size_t align, size_t size, bool c_name)
 {
     uintptr_t a = (uintptr_t)p;
     /* sl_small_limit is 0 in checked mode, and no page tag has the class
@@ -58,7 +60,7 @@ sl_inline void dealloc_sized(void *p, size_t align, size_t size)
         if (likely(t && (t & ((1u << TAG_PAGE_SHIFT) - 1)) == size_class_small(size)))
             return heap_free_block_tagged(p, t);
     }
-    free_sized_slow(p, align, size);
+    free_sized_slow(p, align, size, c_name);
 }
 
 #endif

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../base/annotate.h"
 #include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../huge/huge.h"
@@ -34,6 +35,8 @@ static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
     if (unlikely(sl_checked)) {
         void *p;
         DRAIN_RETRY(p, checked_alloc(n, align)); /* zeroed either way; the quarantine is drained first */
+        if (p && zero)
+            annotate_defined(p, n); /* calloc's bytes are initialised, for memcheck */
         return p;
     }
     if (n <= MEDIUM_MAX && align <= MEDIUM_MAX_ALIGN) {
@@ -114,6 +117,32 @@ void *malloc_block_raw(size_t n, size_t align)
             return heap_alloc_small(class_size[c]);
     }
     return heap_alloc_run(n, align, NULL);
+}
+
+/* Under valgrind's memcheck (base/annotate.h), valgrind may put its own
+ * functions in place of some names of the malloc family in libsluice:
+ * 3.19 replaces malloc, calloc, realloc, free and posix_memalign in the
+ * first library that defines them (so the sl_ twins too, which are the
+ * same functions: valgrind replaces code addresses), with
+ * --soname-synonyms=somalloc=libsluice.so* more of them, with
+ * =nouserintercepts none; where it replaces none, sluice runs the family
+ * in checked mode and tells memcheck about each block. So that a block
+ * goes back to whoever made it, the names valgrind leaves to sluice call
+ * the five's sl_ twins (a replaced one reaches memcheck, one left to
+ * sluice reaches sluice): aligned_alloc, memalign, valloc,
+ * pvalloc, free_sized, free_aligned_sized, reallocarray, and the bulk
+ * calls one by one (bulk_calls.c). Checked in cold paths only. */
+bool memcheck_names(void) { return sl_checked && annotate_watch() == WATCH_MEMCHECK; }
+
+static sl_cold void *aligned_by_name(size_t align, size_t n)
+{
+    void *p;
+    int err = sl_posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, n);
+    if (err) {
+        errno = err;
+        return NULL;
+    }
+    return p;
 }
 
 /* Checked mode: is p one of checked.c's pointers (a block-backed one has
@@ -300,7 +329,7 @@ void *sl_reallocarray(void *p, size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    return sl_realloc(p, total);
+    return sl_realloc(p, total); /* realloc's address: valgrind's where it replaced realloc */
 }
 
 size_t sl_usable_size(const void *p) { return p ? usable_checked(p, "malloc_usable_size") : 0; }
@@ -311,6 +340,8 @@ void *sl_aligned_alloc(size_t align, size_t n)
         errno = EINVAL;
         return NULL;
     }
+    if (unlikely(sl_small_limit == 0) && memcheck_names())
+        return aligned_by_name(align, n);
     return alloc_aligned(align, n);
 }
 
@@ -324,6 +355,8 @@ void *sl_memalign(size_t align, size_t n)
     }
     if (!is_pow2(align))
         align = align < 2 ? 1 : (size_t)1 << log2_ceil(align);
+    if (unlikely(sl_small_limit == 0) && memcheck_names())
+        return aligned_by_name(align, n);
     return alloc_aligned(align, n);
 }
 
@@ -338,7 +371,12 @@ int sl_posix_memalign(void **out, size_t align, size_t n)
     return 0;
 }
 
-void *sl_valloc(size_t n) { return alloc_aligned(SL_PAGE, n); }
+void *sl_valloc(size_t n)
+{
+    if (unlikely(sl_small_limit == 0) && memcheck_names())
+        return aligned_by_name(SL_PAGE, n);
+    return alloc_aligned(SL_PAGE, n);
+}
 
 void *sl_pvalloc(size_t n)
 {
@@ -346,7 +384,10 @@ void *sl_pvalloc(size_t n)
         errno = ENOMEM;
         return NULL;
     }
-    return alloc_aligned(SL_PAGE, n ? align_up(n, SL_PAGE) : SL_PAGE);
+    n = n ? align_up(n, SL_PAGE) : SL_PAGE;
+    if (unlikely(sl_small_limit == 0) && memcheck_names())
+        return aligned_by_name(SL_PAGE, n);
+    return alloc_aligned(SL_PAGE, n);
 }
 
 /* Is size what was asked for p? Exactly for page runs and huge mappings
@@ -365,8 +406,10 @@ static bool size_matches(const void *p, size_t size, size_t align)
     return c == slab_of_page(head)->cls;
 }
 
-sl_cold void free_sized_slow(void *p, size_t align, size_t size)
+sl_cold void free_sized_slow(void *p, size_t align, size_t size, bool c_name)
 {
+    if (c_name && memcheck_names())
+        return sl_free(p);
     if (!p)
         return;
     if (checked_ptr(p, pagemap_get((uintptr_t)p)))
@@ -377,9 +420,9 @@ sl_cold void free_sized_slow(void *p, size_t align, size_t size)
     sl_free(p);
 }
 
-void sl_free_aligned_sized(void *p, size_t align, size_t size) { dealloc_sized(p, align, size); }
+void sl_free_aligned_sized(void *p, size_t align, size_t size) { dealloc_sized(p, align, size, true); }
 
-void sl_free_sized(void *p, size_t size) { dealloc_sized(p, 0, size); }
+void sl_free_sized(void *p, size_t size) { dealloc_sized(p, 0, size, true); }
 
 /* ---- libc names ------------------------------------------------------- */
 

@@ -56,19 +56,23 @@ static struct slab *slab_of_live(void *p)
  * them, no atomics); for another thread's, their remote-free bits are set
  * already under its remote lock (old: the summary it had), and its release
  * marks the groups sum. */
-static void splice(struct heap *h, struct slab *s, uint32_t old, uint32_t sum, unsigned n, bool own)
+static void splice(struct heap *h, struct slab *s, unsigned id, uint32_t old, uint32_t sum, unsigned n, bool own)
 {
     if (own) {
         bool had_free = s->free || s->unlinked;
         s->unlinked = (uint16_t)(s->unlinked + n);
         s->used = (uint16_t)(s->used - n);
-        stat_add(h->stats, STAT_free_small, n);
+        count_add(&h->counts.free[id], n);
+        count_add(&h->counts.bulk[id], n);
         if (!had_free || (!s->used && s->state != SLAB_CURRENT))
             heap_free_local_slow(h, s, true);
         return;
     }
     bool was_full = remote_unlock_marked(s, &h->remote_held, old, sum);
     stat_add(h->stats, STAT_free_remote, n);
+    count_add(&h->counts.free[id], n);
+    count_add(&h->counts.remote[id], n);
+    count_add(&h->counts.bulk[id], n);
     if (was_full) /* a FULL slab stays its owner's until this wakes it */
         heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
 }
@@ -114,11 +118,11 @@ sl_inline void chain_mark(struct slab *s, uintptr_t q, uintptr_t lo, unsigned cl
  * thread's slab, whose bits are set before the run ends). Past the first
  * entry of another slab, the second loop: look-ahead, NULL entries,
  * consumed entries set to NULL. own is a constant in each of the two
- * copies. */
+ * copies. id is s's cache id (a malloc class's objects get the mark). */
 sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint32_t size, uintptr_t span,
-                            void **ptrs, size_t *np, bool own, unsigned mark_cls)
+                            void **ptrs, size_t *np, bool own, unsigned id)
 {
-    bool mark = !own && mark_cls < SL_NCLASSES;
+    bool mark = !own && id < SL_NCLASSES;
     size_t n = *np, j = n;
     uintptr_t p = (uintptr_t)ptrs[n], lo = (uintptr_t)slab_base(s);
     _Atomic uint64_t *bm = bitmap_word(lo) - ((lo >> 10) & (BLOCK_BITMAP_WORDS - 1)); /* the block's bitmap */
@@ -127,7 +131,7 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
     uint64_t value = own ? ld_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)]) : ~(uint64_t)0;
     uint64_t avail = value & ~bitmap_bit(p), misaligned = 0;
     if (mark)
-        chain_mark(s, p, lo, mark_cls);
+        chain_mark(s, p, lo, id);
     uint32_t sum = own ? 0 : remote_sum_bit(lo, p, gsh);
     uint32_t old = own ? 0 : remote_lock(s, &h->remote_held);
 /* the chain leaves word wk for the word of q */
@@ -160,7 +164,7 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
         if (!own && unlikely(q & (SL_GRAIN - 1)))
             chain_bad(ptrs, j, n, q);
         if (mark)
-            chain_mark(s, q, lo, mark_cls);
+            chain_mark(s, q, lo, id);
         if (unlikely(!bit_take64(&avail, q >> SL_GRAIN_SHIFT)))
             chain_bad(ptrs, j, n, q);
     }
@@ -183,7 +187,7 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
         if (unlikely(q & (SL_GRAIN - 1)))
             heap_bad_free((void *)q, pagemap_get(q), "free");
         if (mark)
-            chain_mark(s, q, lo, mark_cls);
+            chain_mark(s, q, lo, id);
         if (q >> 10 != wk)
             CHAIN_SWITCH(q);
         if (unlikely(!bit_take64(&avail, q >> SL_GRAIN_SHIFT)))
@@ -196,7 +200,7 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
         st_relaxed(&bm[wk & (BLOCK_BITMAP_WORDS - 1)], avail);
     if (!own)
         remote_set(wk << 10, ~avail, size);
-    splice(h, s, old, sum, count, own);
+    splice(h, s, id, old, sum, count, own);
     n = first_miss == SIZE_MAX ? 0 : first_miss + 1; /* skip what the chain consumed */
     while (n && !ptrs[n - 1])
         n--;
@@ -267,7 +271,7 @@ void bulk_free(void **ptrs, size_t n, unsigned expect, void (*free_one)(void *p)
                 if (!bitmap_test((uintptr_t)p))
                     heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
             }
-            chain_build(h, s, s->h.npages, s->size, span, ptrs, &n, true, SL_NCLASSES);
+            chain_build(h, s, s->h.npages, s->size, span, ptrs, &n, true, s->cls);
         }
         else
             chain_build(h, s, s->h.npages, s->size, span, ptrs, &n, false, s->cls); /* user caches: no mark */
@@ -298,7 +302,7 @@ size_t bulk_alloc(struct heap *h, unsigned id, size_t n, void **out)
         }
         s->free = p;
         s->used = (uint16_t)(s->used + took);
+        count_add(&h->counts.alloc[id], took); /* before a failure's bulk_free counts them back */
     }
-    stat_add(h->stats, STAT_alloc_small, n);
     return n;
 }

@@ -20,6 +20,13 @@
  * Using a cache after sl_cache_destroy, or from one thread while another
  * destroys it, is undefined, as in the kernel; a use noticed on a slow path
  * is reported.
+ *
+ * Watched by a memory checker (base/annotate.h: valgrind's memcheck, or
+ * ASan in the program), a cache is a pool whose objects are told to it as
+ * they are handed out and taken back, so that a use after free is
+ * reported. Its fast paths are not taken then: they compare fast_key and
+ * fast_id, which never match in a watched cache, so the checker costs
+ * the fast paths nothing (the same loads and compares).
  */
 #define _GNU_SOURCE
 #include "cache.h"
@@ -27,12 +34,14 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../base/annotate.h"
 #include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../bulk/bulk.h"
 #include "../meta/meta.h"
 #include "../os/os.h"
 #include "../slab/heap.h"
+#include "../slab/slabinfo.h"
 #include "sluice.h"
 
 #define CACHE_MAX_PAGES   32 /* slab length limit: 128 KiB */
@@ -41,11 +50,19 @@
 #define CACHE_DEAD        1 /* no heap slot ever holds this key (keys start at 2) */
 
 struct sl_cache {
-    void *meta_link; /* meta_free's list link while the record is free */
-    uint32_t key;    /* slab_geom[id].key while open; CACHE_DEAD after destroy */
+    void *meta_link;   /* meta_free's list link while the record is free */
+    uint32_t key;      /* slab_geom[id].key while open; CACHE_DEAD after destroy */
+    uint32_t fast_key; /* the fast paths' key: key, or CACHE_DEAD when watched */
     uint16_t id;
+    uint16_t fast_id;  /* the fast paths' id: id, or SL_NIDS (no slab's) when watched */
+    uint32_t size;     /* an object's bytes, as asked */
     char name[CACHE_NAME_MAX];
 };
+#define CACHE_WATCHED(c) ((c)->fast_key != (c)->key)
+/* The checker's name for the pool of cache id. */
+sl_inline const void *cache_pool(unsigned id) { return &slab_geom[id]; }
+
+_Static_assert(sizeof(((struct sl_cache_stats *)0)->name) == CACHE_NAME_MAX, "a row holds the name");
 
 /* Slab length for objects of stride bytes: room for CACHE_MIN_OBJECTS
  * (within CACHE_MAX_PAGES), then the first length that wastes at most 1/16,
@@ -114,6 +131,12 @@ sl_cache_t *sl_cache_create(const char *name, size_t size, size_t align, unsigne
     }
     c->id = (uint16_t)id;
     c->key = slab_geom[id].key;
+    c->size = (uint32_t)size;
+    bool watched = annotate_watch() != WATCH_NONE;
+    c->fast_key = watched ? CACHE_DEAD : c->key;
+    c->fast_id = watched ? SL_NIDS : c->id;
+    if (watched)
+        annotate_pool_create(cache_pool(id));
     heap_count(tls_heap, STAT_cache_create, 1);
     return c;
 }
@@ -123,10 +146,8 @@ static sl_cold void cache_dead(const sl_cache_t *c, const char *op)
     sl_fatal(op, c, "a destroyed object cache", (size_t)-1);
 }
 
-static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
+static void *cache_alloc_refill(sl_cache_t *c)
 {
-    if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
-        cache_dead(c, "sl_cache_alloc on");
     struct heap *h = heap_get();
     if (!h || !heap_id_sync(h, c->id, c->key)) {
         errno = ENOMEM;
@@ -140,7 +161,21 @@ static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
     }
     void *p = s->free;
     slab_pop_owned(s, p, slab_link(s, p));
-    stat_add(h->stats, STAT_alloc_small, 1);
+    count_add(&h->counts.alloc[c->id], 1);
+    return p;
+}
+
+static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
+{
+    if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
+        cache_dead(c, "sl_cache_alloc on");
+    if (likely(!CACHE_WATCHED(c)))
+        return cache_alloc_refill(c);
+    annotate_quiet_begin(); /* sluice reads the link of a free object */
+    void *p = cache_alloc_refill(c);
+    annotate_quiet_end();
+    if (p)
+        annotate_pool_alloc(cache_pool(c->id), p, c->size, slab_geom[c->id].ctor != NULL);
     return p;
 }
 
@@ -148,13 +183,13 @@ void *sl_cache_alloc(sl_cache_t *c)
 {
     struct heap_ids *ids = heap_ids(tls_heap);
     unsigned i = c->id - SL_NCLASSES;
-    if (likely(ids->key[i] == c->key)) {
+    if (likely(ids->key[i] == c->fast_key)) {
         struct heap *h = tls_heap;
         struct slab *s = ids->cur[i];
         void *p = s->free;
         if (likely(p != NULL)) {
             slab_pop_owned(s, p, slab_link(s, p));
-            stat_add(h->stats, STAT_alloc_small, 1);
+            count_add(&h->counts.alloc[c->id], 1);
             return p;
         }
     }
@@ -172,7 +207,7 @@ void sl_cache_free(sl_cache_t *c, void *p)
         return heap_free_to_cache(c->id, p);
     struct page *head = page_head(page_of(p));
     struct slab *s = slab_of_page(head);
-    if (unlikely(head->h.kind != PG_SLAB || s->cls != c->id))
+    if (unlikely(head->h.kind != PG_SLAB || s->cls != c->fast_id)) /* watched: never equal */
         return heap_free_to_cache(c->id, p);
     struct heap *h = tls_heap;
     if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == ((uintptr_t)h | 1)) &&
@@ -187,6 +222,14 @@ size_t sl_cache_alloc_bulk(sl_cache_t *c, size_t n, void **out)
         return 0;
     if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
         cache_dead(c, "sl_cache_alloc_bulk on");
+    if (unlikely(CACHE_WATCHED(c))) { /* one by one, each told to the checker */
+        for (size_t i = 0; i < n; i++)
+            if (!(out[i] = cache_alloc_slow(c))) {
+                sl_cache_free_bulk(c, i, out);
+                return 0;
+            }
+        return n;
+    }
     struct heap *h = heap_get();
     if (!h || !heap_id_sync(h, c->id, c->key)) {
         errno = ENOMEM;
@@ -195,7 +238,15 @@ size_t sl_cache_alloc_bulk(sl_cache_t *c, size_t n, void **out)
     return bulk_alloc(h, c->id, n, out);
 }
 
-void sl_cache_free_bulk(sl_cache_t *c, size_t n, void **objs) { bulk_free(objs, n, c->id, NULL); }
+void sl_cache_free_bulk(sl_cache_t *c, size_t n, void **objs)
+{
+    if (unlikely(CACHE_WATCHED(c))) {
+        for (size_t i = 0; i < n; i++)
+            sl_cache_free(c, objs[i]);
+        return;
+    }
+    bulk_free(objs, n, c->id, NULL);
+}
 
 size_t sl_cache_shrink(sl_cache_t *c)
 {
@@ -204,6 +255,21 @@ size_t sl_cache_shrink(sl_cache_t *c)
     size_t bytes = heap_id_shrink(c->id);
     heap_count(tls_heap, STAT_cache_shrink_bytes, bytes);
     return bytes;
+}
+
+/* The first version of the struct is all of it so far: a caller's size
+ * below it is refused, a larger one (a newer header) gets what is known. */
+int sl_cache_stats(sl_cache_t *c, struct sl_cache_stats *out)
+{
+    if (!c || !out || out->size < sizeof(struct sl_cache_stats))
+        return EINVAL;
+    if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
+        cache_dead(c, "sl_cache_stats of");
+    struct sl_cache_stats row;
+    if (!slabinfo_row(c->id, &row))
+        return EINVAL;
+    memcpy(out, &row, sizeof row);
+    return 0;
 }
 
 /* Shrinkers by user cache id (id - SL_NCLASSES), called by sl_purge on
@@ -281,6 +347,8 @@ void sl_cache_destroy(sl_cache_t *c)
     page_gather_begin(); /* its pageblocks go back together */
     heap_id_close(c->id, &live);
     page_gather_end();
+    if (CACHE_WATCHED(c))
+        annotate_pool_destroy(cache_pool(c->id)); /* its live objects with it */
     heap_count(tls_heap, STAT_cache_destroy, 1);
     heap_count(tls_heap, STAT_cache_destroy_live, live);
     c->key = CACHE_DEAD;

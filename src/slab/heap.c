@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../base/annotate.h"
 #include "../base/drain.h"
 #include "../base/events.h"
 #include "../base/fatal.h"
@@ -222,6 +223,8 @@ static struct slab *slab_new(struct heap *h, unsigned id)
     if (!run)
         return NULL;
     struct slab *s = slab_of_page(page_of(run));
+    if (unlikely(annotate_watch() != WATCH_NONE)) /* freed objects of its pages' last use */
+        annotate_reuse(run, (size_t)g->pages << SL_PAGE_SHIFT);
     slab_init(s, id);
     slab_own(s, h);
     stat_add(h->stats, STAT_slab_new, 1);
@@ -318,7 +321,7 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
         slab_pop_owned(s, p, (void **)p);
         *mag_cookie(p) = 0;
     }
-    stat_add(h->stats, STAT_alloc_small, 1);
+    count_add(&h->counts.alloc[cls], 1);
     return p;
 }
 

@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "../base/annotate.h"
 #include "../base/events.h"
 #include "../base/fatal.h"
 #include "heap_lists.h"
@@ -99,9 +100,21 @@ static void run_free(void *p, struct page *pg)
 static SL_LOCK_DEFINE(heapless_lock, LOCK_HEAPLESS);
 sl_lock *heapless_fork_lock(void) { return &heapless_lock; }
 
+static void free_object(struct slab *s, void *p);
+
 /* Free of a live slab object (validated) of any cache: by its owner with no
- * atomics, else into the remote-free bitmap (slab.h). */
+ * atomics, else into the remote-free bitmap (slab.h). A watched object
+ * cache's objects all come here (cache/cache.c): told to the checker
+ * after sluice's own writes into them (base/annotate.h). */
 void heap_free_object(struct slab *s, void *p)
+{
+    unsigned id = s->cls;
+    free_object(s, p);
+    if (id >= SL_NCLASSES && unlikely(annotate_watch() != WATCH_NONE))
+        annotate_pool_free(&slab_geom[id], p, slab_geom[id].size);
+}
+
+static void free_object(struct slab *s, void *p)
 {
     struct heap *h = tls_heap;
     /* a thread that only frees (a consumer) gets a heap too, so its counts
@@ -120,6 +133,8 @@ void heap_free_object(struct slab *s, void *p)
         return heap_free_owned(h, s, p, slab_link(s, p), w, ld_relaxed(w) & ~bitmap_bit((uintptr_t)p));
     }
     heap_count(h, STAT_free_remote, 1);
+    heap_count_id(h, &h->counts.free[s->cls], 1);
+    heap_count_id(h, &h->counts.remote[s->cls], 1);
     if (s->cls < SL_NCLASSES) {
         heap_free_hint_check(p, s);
         remote_mark(p);
@@ -151,7 +166,7 @@ void heap_free_object(struct slab *s, void *p)
 #define MAG_BURST 64
 static bool mag_grow(struct heap *h, unsigned cls)
 {
-    uint32_t now = (uint32_t)ld_relaxed(&h->stats[STAT_alloc_small]);
+    uint32_t now = (uint32_t)ld_relaxed(&h->counts.alloc[cls]);
     if (now != h->mag_seen[cls]) {
         h->mag_seen[cls] = now;
         h->mag_burst[cls] = 0;

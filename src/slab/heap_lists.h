@@ -20,6 +20,7 @@ void heaps_lock_for_check(void);
 void heaps_unlock_for_check(void);
 struct heap *heaps_all(void);
 bool heaps_forked(void); /* this process was forked while other threads had heaps */
+extern unsigned heap_ids_hi; /* heaps.c: above every cache id opened so far (heaps_lock) */
 /* heaps.c: adopt partial slabs of id from orphaned heaps; false if none. */
 bool orphan_adopt(struct heap *h, unsigned id);
 

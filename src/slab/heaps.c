@@ -27,6 +27,7 @@ static pthread_key_t exit_key;
 static _Atomic int exit_key_ready;
 static uint32_t key_seq = 1; /* last key handed out; 1 is the malloc classes' */
 static uint32_t heap_seq;     /* heaps made so far: the last heap's tag >> TAG_HEAP_SHIFT */
+unsigned heap_ids_hi = SL_NCLASSES; /* above every id opened so far (heaps_lock) */
 
 /* Take heaps_lock for work that may free pages. A page free can start the
  * reclaimer thread, and pthread_create allocates; with heaps_lock held, an
@@ -332,14 +333,28 @@ bool heaps_batch_holds(const void *p, struct heap *self)
     return found;
 }
 
+/* The totals of h's per-cache counts (heap.h) into the counters
+ * (free_remote is counted apart: when a remote free reaches the owner,
+ * which a batched one does at the batch's flush). */
+static void add_counts(struct heap *h, uint64_t c[STAT_COUNT])
+{
+    for (unsigned id = 0; id < heap_ids_hi; id++) {
+        c[STAT_alloc_small] += ld_relaxed(&h->counts.alloc[id]);
+        c[STAT_free_small] += ld_relaxed(&h->counts.free[id]) - ld_relaxed(&h->counts.remote[id]);
+    }
+}
+
 /* The thread heaps' report to the statistics (stats.h): their counters. */
 static void heaps_report(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT])
 {
     (void)g;
     lock_acquire(&heaps_lock);
-    for (struct heap *h = all_heaps; h; h = h->all_next)
+    for (struct heap *h = all_heaps; h; h = h->all_next) {
         for (int i = 0; i < STAT_COUNT; i++)
             c[i] += ld_relaxed(&h->stats[i]);
+        add_counts(h, c);
+    }
+    add_counts(&heap_empty, c);
     lock_release(&heaps_lock);
 }
 STAT_SOURCE(heaps_source, heaps_report);
@@ -357,6 +372,8 @@ int heap_id_open(const struct slab_geom *g)
                 key_seq = 2;
             slab_geom[i].key = key_seq;
             id = (int)i;
+            if (i >= heap_ids_hi)
+                heap_ids_hi = i + 1;
             break;
         }
     lock_release(&heaps_lock);
@@ -423,6 +440,23 @@ size_t heap_id_close(unsigned id, uint64_t *live)
         discard_list(*heap_full(h, id), live, &n);
     }
     size_t bytes = n * ((size_t)slab_geom[id].pages << SL_PAGE_SHIFT);
+    /* its counts go to the totals, and its slots start again at 0 for the
+     * next cache of this id (threads using a cache being destroyed is
+     * undefined: no owner writes them now) */
+    uint64_t c[STAT_COUNT] = { 0 };
+    for (struct heap *h = all_heaps;; h = h->all_next) {
+        struct heap *x = h ? h : &heap_empty;
+        c[STAT_alloc_small] += ld_relaxed(&x->counts.alloc[id]);
+        c[STAT_free_small] += ld_relaxed(&x->counts.free[id]) - ld_relaxed(&x->counts.remote[id]);
+        st_relaxed(&x->counts.alloc[id], 0);
+        st_relaxed(&x->counts.free[id], 0);
+        st_relaxed(&x->counts.remote[id], 0);
+        st_relaxed(&x->counts.bulk[id], 0);
+        if (!h)
+            break;
+    }
+    stat_add_shared(STAT_alloc_small, c[STAT_alloc_small]);
+    stat_add_shared(STAT_free_small, c[STAT_free_small]);
     slab_geom[id].key = 0;
     lock_release(&heaps_lock);
     return bytes;

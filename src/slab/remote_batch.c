@@ -38,7 +38,7 @@
  * if it was FULL. */
 static void unlock_slab(struct heap *h, struct slab *s, uint32_t old, uint32_t sum, unsigned n)
 {
-    stat_add(h->stats, STAT_free_remote, n);
+    stat_add(h->stats, STAT_free_remote, n); /* pushed to the owner (the per-cache counts had them at their free) */
     if (remote_unlock_marked(s, &h->remote_held, old, sum))
         heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
 }
@@ -94,6 +94,9 @@ void remote_batch_flush(struct heap *h)
             locked = NULL;
             for (unsigned k = j; k-- > i;) {
                 *mag_cookie((void *)v[k]) = 0; /* this thread's mark: freed anew below */
+                unsigned id = slab_of_page(page_head(page_of((void *)v[k])))->cls;
+                count_add(&h->counts.free[id], -(uint64_t)1); /* counted anew below, as what it is now */
+                count_add(&h->counts.remote[id], -(uint64_t)1);
                 heap_free_block_now((void *)v[k]);
             }
             continue;
@@ -126,6 +129,8 @@ void remote_batch_add(struct heap *h, void *p, uint32_t t)
     __atomic_store_n(&h->rbatch_n, n + 1, __ATOMIC_RELEASE);
     uint32_t bytes = h->rbatch_bytes + class_size[cls];
     __atomic_store_n(&h->rbatch_bytes, bytes, __ATOMIC_RELAXED);
+    count_add(&h->counts.free[cls], 1); /* freed now, as far as the program is concerned */
+    count_add(&h->counts.remote[cls], 1);
     if (n + 1 == RBATCH_CAP || bytes >= RBATCH_BYTES)
         remote_batch_flush(h);
 }

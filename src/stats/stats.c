@@ -46,7 +46,8 @@ static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT], unsigned want)
     for (int i = 0; i < GAUGE_COUNT; i++)
         g[i] = 0;
     for (const struct stat_source *s = __start_sl_stat_source; s < __stop_sl_stat_source; s++)
-        s->report(all, g);
+        if (s->report)
+            s->report(all, g);
     struct thp_usage tu = { 0, 0, 0, 0 };
     if (want & WANT_SMAPS)
         thp_usage(&tu);
@@ -191,6 +192,50 @@ static void out_pct(struct out *o, uint64_t part, uint64_t whole)
 }
 
 static void summary(struct out *o);
+/* ---- the per-cache table (slabinfo) ------------------------------------ */
+
+static void caches_each(stat_cache_emit *emit, void *arg)
+{
+    for (const struct stat_source *s = __start_sl_stat_source; s < __stop_sl_stat_source; s++)
+        if (s->caches)
+            s->caches(emit, arg);
+}
+
+static const char *pageblock_name(uint64_t type) { return type == SL_PAGEBLOCK_RECLAIM ? "RECLAIM" : "SLAB"; }
+
+/* v right-aligned to end at column `to` of a line at buf[0] (one space
+ * before it at least) */
+static void out_num_to(struct out *o, uint64_t v, size_t to)
+{
+    char num[24];
+    size_t d = fmt_u64(num, v);
+    out_pad(o, o->n + 1 + d > to ? o->n + 1 : to - d);
+    out_mem(o, num, d);
+}
+
+static const char caches_head[] = "  name                     size    active     total slabs:active  total pages type"
+                                  "       allocations        frees  remote frees    bulk frees\n";
+static void print_cache(const struct sl_cache_stats *r, void *arg)
+{
+    struct out *o = arg;
+    out_flush(o); /* a line starts at 0: the padding counts from there */
+    out_str(o, "  ");
+    out_str(o, r->name);
+    out_num_to(o, r->object_size, 31);
+    out_num_to(o, r->objects_active, 41);
+    out_num_to(o, r->objects_total, 51);
+    out_num_to(o, r->slabs_active, 64);
+    out_num_to(o, r->slabs_total, 71);
+    out_num_to(o, r->pages_per_slab, 77);
+    out_pad(o, 78);
+    out_str(o, pageblock_name(r->pageblock_type));
+    out_num_to(o, r->allocations, 103);
+    out_num_to(o, r->frees, 116);
+    out_num_to(o, r->remote_frees, 130);
+    out_num_to(o, r->bulk_frees, 144);
+    out_str(o, "\n");
+}
+
 void sl_stats_print(int fd)
 {
     struct out o = { .fd = fd, .cb = NULL, .arg = NULL, .n = 0 };
@@ -226,6 +271,10 @@ static void summary(struct out *o)
         out_str(o, "\n");
     }
     reconcile(o, all + STAT_COUNT);
+    out_flush(o);
+    out_str(o, "object caches (slabinfo; active objects are handed out, active slabs hold some)\n");
+    out_str(o, caches_head);
+    caches_each(print_cache, o);
     out_flush(o);
     out_str(o, "reclaim registry, in drain order: bytes held now, and when an allocation last failed (");
     out_u64(o, drain_enomem_count());
@@ -335,6 +384,53 @@ static void json_member(struct out *o, const char *key, uint64_t v, bool *first)
     out_u64(o, v);
 }
 
+/* s as a JSON string */
+static void json_string(struct out *o, const char *s)
+{
+    out_str(o, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            char e[2] = { '\\', (char)c };
+            out_mem(o, e, 2);
+        } else if (c < 0x20) {
+            char e[6] = { '\\', 'u', '0', '0', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15] };
+            out_mem(o, e, 6);
+        } else {
+            out_mem(o, (const char *)&c, 1);
+        }
+    }
+    out_str(o, "\"");
+}
+
+struct json_caches {
+    struct out *o;
+    bool first;
+};
+static void json_cache(const struct sl_cache_stats *r, void *arg)
+{
+    struct json_caches *j = arg;
+    struct out *o = j->o;
+    out_str(o, j->first ? "{\"name\":" : ",{\"name\":");
+    j->first = false;
+    json_string(o, r->name);
+    bool f = false;
+    json_member(o, "object_size", r->object_size, &f);
+    json_member(o, "objects_active", r->objects_active, &f);
+    json_member(o, "objects_total", r->objects_total, &f);
+    json_member(o, "slabs_active", r->slabs_active, &f);
+    json_member(o, "slabs_total", r->slabs_total, &f);
+    json_member(o, "pages_per_slab", r->pages_per_slab, &f);
+    out_str(o, ",\"pageblock_type\":\"");
+    out_str(o, pageblock_name(r->pageblock_type));
+    out_str(o, "\"");
+    json_member(o, "allocations", r->allocations, &f);
+    json_member(o, "frees", r->frees, &f);
+    json_member(o, "remote_frees", r->remote_frees, &f);
+    json_member(o, "bulk_frees", r->bulk_frees, &f);
+    out_str(o, "}");
+}
+
 /* One object on one line; every name is one of sl_stat_name's or a fixed
  * reconciliation key (sl_stat(3), "The JSON object"): the layout is stable. */
 static void json(struct out *o, bool smaps)
@@ -387,7 +483,10 @@ static void json(struct out *o, bool smaps)
     }
     out_str(o, "},\"enomem_drains\":");
     out_u64(o, drain_enomem_count());
-    out_str(o, "}\n");
+    out_str(o, ",\"caches\":[");
+    struct json_caches j = { o, true };
+    caches_each(json_cache, &j);
+    out_str(o, "]}\n");
     out_flush(o);
 }
 

@@ -122,26 +122,35 @@ enum sl_gauge {
  * (stats is a sink: every layer pushes into it, it reaches none). A report
  * adds its counters into c and adds its share of each gauge into g (all
  * start at 0: mapped_bytes, dirty_bytes and the like sum several layers). */
+struct sl_cache_stats; /* sluice.h */
+typedef void stat_cache_emit(const struct sl_cache_stats *row, void *arg);
 struct stat_source {
     void (*report)(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT]);
+    /* the per-cache table (slabinfo): emit called once for each row, in
+     * cache id order (NULL: this source has none) */
+    void (*caches)(stat_cache_emit *emit, void *arg);
 };
-#define STAT_SOURCE(var, fn) sl_section_entry("sl_stat_source") static const struct stat_source var = { fn }
+#define STAT_SOURCE(var, fn) sl_section_entry("sl_stat_source") static const struct stat_source var = { fn, NULL }
+#define STAT_CACHE_SOURCE(var, fn)                                                                                  \
+    sl_section_entry("sl_stat_source") static const struct stat_source var = { NULL, fn }
 
 typedef _Atomic uint64_t stat_counters[STAT_COUNT];
 
 extern stat_counters stats_global; /* written under the counting layer's lock */
 
-/* Single-writer add (owner thread, or holder of the layer's lock). */
-sl_inline void stat_add(_Atomic uint64_t *c, enum sl_stat id, uint64_t n)
+/* Single-writer add to one counter (owner thread, or holder of the
+ * layer's lock). */
+sl_inline void count_add(_Atomic uint64_t *c, uint64_t n)
 {
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
     /* one add to memory instead of a load, an add and a store: an aligned
      * 8-byte write, so a reader's relaxed load sees the old or new value */
-    __asm__("addq %1, %0" : "+m"(*(uint64_t *)&c[id]) : "er"(n));
+    __asm__("addq %1, %0" : "+m"(*(uint64_t *)c) : "er"(n));
 #else
-    st_relaxed(&c[id], ld_relaxed(&c[id]) + n);
+    st_relaxed(c, ld_relaxed(c) + n);
 #endif
 }
+sl_inline void stat_add(_Atomic uint64_t *c, enum sl_stat id, uint64_t n) { count_add(&c[id], n); }
 
 /* Add to a global counter from any thread, with no lock (slow paths only:
  * one atomic RMW). A counter is written either this way or under its
