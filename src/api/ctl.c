@@ -10,6 +10,9 @@
  *   purge, flush, check        sl_purge, sl_flush, sl_check (no value)
  *   stats.print, stats.json    the statistics to the file descriptor
  *                              written as an int
+ *   prof.dump                  sl_prof_dump: the path written as a
+ *                              const char * (or no value: PATH.N); its
+ *                              error is sl_ctl's
  *
  * Reads: old and oldlen, *oldlen at least the type's size, set to it.
  * Writes: new and newlen, exactly the type's size. Returns 0, or ENOENT
@@ -24,6 +27,7 @@
 
 #include "../options/options.h"
 #include "../page/page.h"
+#include "../prof/prof.h"
 #include "../stats/stats.h"
 #include "sluice.h"
 
@@ -91,7 +95,23 @@ static int ctl_action(const char *name, void *old, const void *new, size_t newle
             i == 0 ? sl_stats_print(fd) : sl_stats_json(fd);
             return 0;
         }
+    if (!strcmp(name, "prof.dump")) {
+        const char *path = NULL;
+        if (old || (new && newlen != sizeof path))
+            return EINVAL;
+        if (new)
+            memcpy(&path, new, sizeof path);
+        return sl_prof_dump(path);
+    }
     return ENOENT;
+}
+
+int sl_prof_dump(const char *path)
+{
+    int saved = errno;
+    int err = prof_dump(path);
+    errno = saved;
+    return err;
 }
 
 int sl_ctl(const char *name, void *old, size_t *oldlen, const void *new, size_t newlen)

@@ -34,6 +34,7 @@
 #include <errno.h>
 
 #include "../base/fatal.h"
+#include "../prof/prof.h"
 #include "../slab/heap.h"
 #include "bulk.h"
 
@@ -301,4 +302,16 @@ size_t bulk_alloc(struct heap *h, unsigned id, size_t n, void **out)
     }
     stat_add(h->stats, STAT_alloc_small, n);
     return n;
+}
+
+void bulk_prof_free(void **ptrs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t a = (uintptr_t)ptrs[i];
+        if (!a || !(pagemap_get(a) & PM_BLOCK) || !bitmap_test(a))
+            continue;
+        struct page *head = page_head(page_of(ptrs[i]));
+        if (head->h.kind == PG_SLAB && __atomic_load_n(&head->h.prof, __ATOMIC_RELAXED))
+            prof_free(ptrs[i]);
+    }
 }

@@ -32,6 +32,7 @@
 #include "../bulk/bulk.h"
 #include "../meta/meta.h"
 #include "../os/os.h"
+#include "../prof/prof.h"
 #include "../slab/heap.h"
 #include "sluice.h"
 
@@ -43,6 +44,9 @@
 struct sl_cache {
     void *meta_link; /* meta_free's list link while the record is free */
     uint32_t key;    /* slab_geom[id].key while open; CACHE_DEAD after destroy */
+    uint32_t fast_key; /* what sl_cache_alloc's fast path compares: key, or
+                        * CACHE_DEAD while profiling, so that every
+                        * allocation takes cache_alloc_slow, which counts it */
     uint16_t id;
     char name[CACHE_NAME_MAX];
 };
@@ -114,6 +118,7 @@ sl_cache_t *sl_cache_create(const char *name, size_t size, size_t align, unsigne
     }
     c->id = (uint16_t)id;
     c->key = slab_geom[id].key;
+    c->fast_key = prof_on ? CACHE_DEAD : c->key;
     heap_count(tls_heap, STAT_cache_create, 1);
     return c;
 }
@@ -123,7 +128,26 @@ static sl_cold void cache_dead(const sl_cache_t *c, const char *op)
     sl_fatal(op, c, "a destroyed object cache", (size_t)-1);
 }
 
-static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
+/* The fast path's pop: an object of this thread's current slab of c, or
+ * NULL (the slots are another cache's, or the slab is exhausted). */
+sl_inline void *cache_pop(sl_cache_t *c, uint32_t key)
+{
+    struct heap *h = tls_heap;
+    struct heap_ids *ids = heap_ids(h);
+    unsigned i = c->id - SL_NCLASSES;
+    if (likely(ids->key[i] == key)) {
+        struct slab *s = ids->cur[i];
+        void *p = s->free;
+        if (likely(p != NULL)) {
+            slab_pop_owned(s, p, slab_link(s, p));
+            stat_add(h->stats, STAT_alloc_small, 1);
+            return p;
+        }
+    }
+    return NULL;
+}
+
+static void *cache_refill_alloc(sl_cache_t *c)
 {
     if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
         cache_dead(c, "sl_cache_alloc on");
@@ -144,21 +168,32 @@ static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
     return p;
 }
 
+/* A sampled object p of cache c: its slab is marked, so that its frees
+ * look for the sample (block.h: page_hdr.prof), and it is recorded. */
+static void cache_sampled(sl_cache_t *c, void *p)
+{
+    struct slab *s = slab_of_page(page_head(page_of(p)));
+    __atomic_store_n(&s->h.prof, 1, __ATOMIC_RELAXED);
+    prof_record(p, slab_geom[c->id].size, c->id, c->name);
+}
+
+static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
+{
+    if (!prof_on)
+        return cache_refill_alloc(c);
+    bool sampled = prof_tick(slab_geom[c->id].size);
+    void *p = cache_pop(c, c->key);
+    if (!p && !(p = cache_refill_alloc(c)))
+        return NULL;
+    if (unlikely(sampled))
+        cache_sampled(c, p);
+    return p;
+}
+
 void *sl_cache_alloc(sl_cache_t *c)
 {
-    struct heap_ids *ids = heap_ids(tls_heap);
-    unsigned i = c->id - SL_NCLASSES;
-    if (likely(ids->key[i] == c->key)) {
-        struct heap *h = tls_heap;
-        struct slab *s = ids->cur[i];
-        void *p = s->free;
-        if (likely(p != NULL)) {
-            slab_pop_owned(s, p, slab_link(s, p));
-            stat_add(h->stats, STAT_alloc_small, 1);
-            return p;
-        }
-    }
-    return cache_alloc_slow(c);
+    void *p = cache_pop(c, c->fast_key);
+    return likely(p != NULL) ? p : cache_alloc_slow(c);
 }
 
 void sl_cache_free(sl_cache_t *c, void *p)
@@ -172,7 +207,9 @@ void sl_cache_free(sl_cache_t *c, void *p)
         return heap_free_to_cache(c->id, p);
     struct page *head = page_head(page_of(p));
     struct slab *s = slab_of_page(head);
-    if (unlikely(head->h.kind != PG_SLAB || s->cls != c->id))
+    /* kind and the prof byte in one compare: a slab with samples goes the
+     * long way, heap_free_object, which looks for them */
+    if (unlikely(__atomic_load_n(&head->h.kind_prof, __ATOMIC_RELAXED) != PG_SLAB || s->cls != c->id))
         return heap_free_to_cache(c->id, p);
     struct heap *h = tls_heap;
     if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == ((uintptr_t)h | 1)) &&
@@ -192,10 +229,22 @@ size_t sl_cache_alloc_bulk(sl_cache_t *c, size_t n, void **out)
         errno = ENOMEM;
         return 0;
     }
-    return bulk_alloc(h, c->id, n, out);
+    size_t got = bulk_alloc(h, c->id, n, out);
+    if (unlikely(prof_on) && got) {
+        size_t idx[16];
+        size_t k = prof_tick_bulk(slab_geom[c->id].size, got, idx, 16);
+        for (size_t i = 0; i < k; i++)
+            cache_sampled(c, out[idx[i]]);
+    }
+    return got;
 }
 
-void sl_cache_free_bulk(sl_cache_t *c, size_t n, void **objs) { bulk_free(objs, n, c->id, NULL); }
+void sl_cache_free_bulk(sl_cache_t *c, size_t n, void **objs)
+{
+    if (unlikely(prof_on))
+        bulk_prof_free(objs, n);
+    bulk_free(objs, n, c->id, NULL);
+}
 
 size_t sl_cache_shrink(sl_cache_t *c)
 {
@@ -278,6 +327,7 @@ void sl_cache_destroy(sl_cache_t *c)
         cache_dead(c, "sl_cache_destroy of");
     sl_cache_set_reclaim(c, NULL);
     uint64_t live;
+    prof_forget_cache(c->id); /* its live objects go with it */
     page_gather_begin(); /* its pageblocks go back together */
     heap_id_close(c->id, &live);
     page_gather_end();

@@ -55,7 +55,18 @@
     X(teardown_max_pending, "SLUICE_TEARDOWN_MAX_PENDING", 0, parse_bytes, 1,                           \
       "bytes queued at most before a freeing thread releases a batch itself; default 1/8 of RAM")  \
     X(teardown_idle_ms, "SLUICE_TEARDOWN_IDLE_MS", 30000, parse_long, 1,                                \
-      "ms an idle teardown worker waits for work before it exits")
+      "ms an idle teardown worker waits for work before it exits")                                 \
+    X(prof, "SLUICE_PROF", 0, parse_prof_path, 0,                                                   \
+      "a file path (%p: the process id): sample allocations and write the live-memory profile "   \
+      "there at exit, in pprof's format (go tool pprof reads it; src/prof)")                       \
+    X(prof_sample, "SLUICE_PROF_SAMPLE", 512L << 10, parse_bytes, 0,                                \
+      "mean bytes allocated between two samples (K, M, G suffixes); 1: every allocation, exact")   \
+    X(prof_gdump, "SLUICE_PROF_GDUMP", 0, parse_bool, 0,                                            \
+      "1: with SLUICE_PROF, also write PATH.N each time the sampled live bytes reach a new high "  \
+      "(an eighth above the last one written)")                                                     \
+    X(leaks, "SLUICE_LEAKS", 0, parse_bool, 0,                                                      \
+      "1: sample allocations and report the sites still holding memory at exit on stderr, biggest " \
+      "first (on in checked mode)")
 
 /* SLUICE_STATS: nothing, the text summary, or one JSON object (sl_stats_json). */
 enum stats_mode { STATS_OFF, STATS_TEXT, STATS_JSON };
@@ -79,6 +90,7 @@ struct sl_options {
 
 extern struct sl_options sl_opt;
 extern char sl_publish_path[256]; /* SLUICE_PUBLISH's value when sl_opt.publish */
+extern char sl_prof_path[256];    /* SLUICE_PROF's value when sl_opt.prof */
 void options_init(void); /* idempotent */
 /* sl_ctl's part (api/ctl.c), by the name after SLUICE_ in any case: the
  * i-th option's name (NULL past the end); an option's value; a new value
