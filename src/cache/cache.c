@@ -209,7 +209,7 @@ void sl_cache_free(sl_cache_t *c, void *p)
     struct slab *s = slab_of_page(head);
     /* kind and the prof byte in one compare: a slab with samples goes the
      * long way, heap_free_object, which looks for them */
-    if (unlikely(__atomic_load_n(&head->h.kind_prof, __ATOMIC_RELAXED) != PG_SLAB || s->cls != c->id))
+    if (unlikely(head->h.kind_prof != PG_SLAB || s->cls != c->id))
         return heap_free_to_cache(c->id, p);
     struct heap *h = tls_heap;
     if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == ((uintptr_t)h | 1)) &&
