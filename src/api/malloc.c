@@ -447,8 +447,12 @@ static bool size_matches(const void *p, size_t size, size_t align)
     if (e & PM_ZERO)
         return size == 0;
     struct page *head = page_head(page_of(p));
-    if (head->h.kind == PG_RUN)
-        return heap_run_request((void *)p) == (size ? size : 1);
+    if (head->h.kind == PG_RUN) {
+        size_t req = heap_run_request((void *)p);
+        if (unlikely(head->run.sampled) && req <= SL_SMALL_MAX && size <= SL_SMALL_MAX) /* as its class */
+            return size_class(size ? size : 1) == size_class(req);
+        return req == (size ? size : 1);
+    }
     unsigned c = align <= SL_GRAIN ? size_class(size) : aligned_class(size, align);
     return c == slab_of_page(head)->cls;
 }
