@@ -13,6 +13,7 @@
  *            leak_cache 5 objects of cache "leaky_cache" (64 bytes);
  *            what else it allocates it frees
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,10 @@ static void run_malloc(const char *mid)
     }
     keep_small(64u << 20);
     churn(1536u << 20);
+    if (sl_prof_dump("/nonexistent-directory/heap.prof") != ENOENT) { /* open's error, errno kept */
+        fprintf(stderr, "prof_sites: a dump to a missing directory did not say ENOENT\n");
+        exit(1);
+    }
 }
 
 __attribute__((noinline)) void fill_big(sl_cache_t *c, size_t count)

@@ -47,7 +47,9 @@ size_t sl_alloc_bulk(size_t size, size_t n, void **out)
     /* sampled objects are replaced by blocks whose free finds the sample */
     size_t idx[16], k = prof_tick_bulk(size, n, idx, 16);
     for (size_t i = 0; i < k; i++) {
-        void *q = alloc_sampled(size, 0, false);
+        int kept = errno;
+        void *q = alloc_sampled(size, 0, false, size);
+        errno = kept; /* refused: that object stays, unsampled */
         if (q) {
             dealloc(out[idx[i]]);
             out[idx[i]] = q;

@@ -22,8 +22,9 @@ extern size_t alloc_fast_limit sl_hidden;
 /* malloc above alloc_fast_limit (malloc.c). */
 void *alloc_large(size_t n);
 /* A sampled block of n bytes (malloc.c): one whose free finds its sample
- * (a page run, a huge mapping, a checked block), recorded. */
-void *alloc_sampled(size_t n, size_t align, bool zero);
+ * (a page run, a huge mapping, a checked block), recorded as sampled on
+ * counted bytes (prof_record). */
+void *alloc_sampled(size_t n, size_t align, bool zero, size_t counted);
 /* free of what is not a grain of a pageblock (pagemap entry e): NULL, a
  * zero-size slot, a huge mapping, checked mode's pointers, and the report
  * of anything else (malloc.c). */

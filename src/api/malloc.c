@@ -117,7 +117,7 @@ static void *alloc_unsampled(size_t n, size_t align, bool zero)
     return alloc_large_slow(n ? n : 1, align <= SL_GRAIN ? 0 : align, zero);
 }
 
-void *alloc_sampled(size_t n, size_t align, bool zero)
+void *alloc_sampled(size_t n, size_t align, bool zero, size_t counted)
 {
     void *p;
     size_t a = align <= SL_GRAIN ? 0 : align;
@@ -134,7 +134,7 @@ void *alloc_sampled(size_t n, size_t align, bool zero)
         if (!sl_checked) /* else checked_free asks */
             ((struct huge *)pagemap_region(pagemap_get((uintptr_t)p)))->sampled = true;
     }
-    prof_record(p, n, 0, NULL);
+    prof_record(p, n, counted, 0, NULL);
     return p;
 }
 
@@ -142,7 +142,7 @@ static sl_noinline void *alloc_prof(size_t n, size_t align, bool zero)
 {
     if (likely(!prof_tick(n)))
         return alloc_unsampled(n, align, zero);
-    return alloc_sampled(n, align, zero);
+    return alloc_sampled(n, align, zero, n);
 }
 
 static void *alloc_aligned(size_t align, size_t n)
@@ -358,14 +358,18 @@ sl_inline void *realloc_plain(void *p, size_t n)
     return realloc_slow(p, n);
 }
 
-/* Profiling: realloc to n bytes counts n; sampled, it moves to a sampled
- * block; else it is the realloc of the rest of the time. */
+/* Profiling: realloc counts the bytes it adds (a buffer grown a byte at a
+ * time counts its length once, not the sum of its lengths); sampled, it
+ * moves to a sampled block; else it is the realloc of the rest of the
+ * time. */
 static sl_noinline void *realloc_prof(void *p, size_t n)
 {
-    if (!p || !n || !prof_tick(n))
+    if (!p || !n)
         return realloc_plain(p, n); /* NULL: malloc, which counts it */
     size_t old = usable_checked(p, "realloc"); /* aborts on a bad pointer */
-    void *q = alloc_sampled(n, 0, false);
+    if (n <= old || !prof_tick(n - old))
+        return realloc_plain(p, n);
+    void *q = alloc_sampled(n, 0, false, n - old);
     if (!q)
         return NULL; /* p stays valid */
     memcpy(q, p, old < n ? old : n);

@@ -174,7 +174,7 @@ static void cache_sampled(sl_cache_t *c, void *p)
 {
     struct slab *s = slab_of_page(page_head(page_of(p)));
     __atomic_store_n(&s->h.prof, 1, __ATOMIC_RELAXED);
-    prof_record(p, slab_geom[c->id].size, c->id, c->name);
+    prof_record(p, slab_geom[c->id].size, slab_geom[c->id].size, c->id, c->name);
 }
 
 static sl_noinline void *cache_alloc_slow(sl_cache_t *c)

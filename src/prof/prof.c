@@ -111,7 +111,7 @@ static void gdump_write(void)
         prof_write_file(path);
 }
 
-void prof_record(void *p, size_t size, unsigned cache_id, const char *cache_name)
+void prof_record(void *p, size_t size, size_t counted, unsigned cache_id, const char *cache_name)
 {
     if (pt.busy)
         return;
@@ -119,7 +119,9 @@ void prof_record(void *p, size_t size, unsigned cache_id, const char *cache_name
     uintptr_t frames[PROF_DEPTH];
     uint32_t n = prof_stack(frames, PROF_DEPTH);
     double objects, bytes;
-    prof_weight(size, mean, &objects, &bytes);
+    prof_weight(counted, mean, &objects, &bytes);
+    if (counted)
+        bytes *= (double)size / (double)counted;
     prof_lock_take();
     prof_table_add((uintptr_t)p, size, objects, bytes, frames, n, cache_id, cache_name);
     double live = prof_live_bytes();

@@ -48,10 +48,11 @@ sl_inline bool prof_tick(size_t n)
  * objects sampled, ascending, into idx (at most cap); how many. */
 size_t prof_tick_bulk(size_t size, size_t count, size_t *idx, size_t cap);
 
-/* Record a sampled block p of size bytes (cache: the object cache's id
- * and name, or 0 and NULL for the malloc family); the stack is taken
- * here. No lock of sluice may be held. */
-void prof_record(void *p, size_t size, unsigned cache_id, const char *cache_name);
+/* Record a sampled block p of size bytes, sampled on counted bytes (its
+ * size, or what a realloc added: its weight is size / p(counted)); cache:
+ * the object cache's id and name, or 0 and NULL for the malloc family.
+ * The stack is taken here. No lock of sluice may be held. */
+void prof_record(void *p, size_t size, size_t counted, unsigned cache_id, const char *cache_name);
 /* p, a marked block, is being freed: forget its sample (if it has one). */
 void prof_free(void *p);
 /* A sampled block moved from old to new (realloc by mremap). */
