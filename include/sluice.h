@@ -152,11 +152,20 @@ SL_API uint64_t sl_stat(const char *name);
  * option by the name after SLUICE_: read as an int64_t, and the ones that
  * can change at run time written as one), "stat.NAME" (a statistic, read
  * as a uint64_t), "purge", "flush", "check", "stats.print" and
- * "stats.json" (an int file descriptor as the new value). old/oldlen read
+ * "stats.json" (an int file descriptor as the new value), "prof.dump"
+ * (a const char * path, or none: sl_prof_dump). old/oldlen read
  * (oldlen in: room, out: size), new/newlen write. Returns 0 or ENOENT (no
  * such name), EINVAL (wrong size or value), EPERM (read-only). */
 SL_API int sl_ctl(const char *name, void *old, size_t *oldlen, const void *new_value, size_t newlen);
 SL_API const char *sl_stat_name(size_t i);
+/* Heap profiling (SLUICE_PROF=PATH, SLUICE_LEAKS=1 or SLUICE_CHECK=1 turn
+ * the sampling on at start): write the live-memory profile now, in pprof's
+ * protocol buffer format (`go tool pprof -sample_index=inuse_space PATH`),
+ * to path ("%p" is the process id), or with path NULL to SLUICE_PROF's
+ * next numbered file, PATH.N. Returns 0, or ENOTSUP when profiling is
+ * off, EINVAL for NULL without SLUICE_PROF, or open's or write's errno.
+ * Also sl_ctl("prof.dump", NULL, NULL, &path, sizeof path). */
+SL_API int sl_prof_dump(const char *path);
 SL_API void sl_stats_print(int fd);
 /* The same figures as one JSON object on one line: {"version":1,
  * "counters":{name:n,...},"gauges":{name:n,...},"kernel":{...},

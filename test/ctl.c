@@ -91,5 +91,13 @@ int main(void)
     CHECK_EQ(sl_ctl("stats.print", NULL, NULL, &fd, sizeof fd), 0);
     CHECK_EQ(sl_ctl("stats.print", NULL, NULL, NULL, 0), EINVAL);
     close(fd);
+    /* prof.dump: profiling is off here (test/prof_pprof.sh has it on) */
+    const char *path = "/dev/null";
+    errno = 0;
+    CHECK_EQ(sl_ctl("prof.dump", NULL, NULL, &path, sizeof path), ENOTSUP);
+    CHECK_EQ(sl_prof_dump(NULL), ENOTSUP);
+    CHECK_EQ(errno, 0);
+    CHECK_EQ(sl_ctl("prof.dump", NULL, NULL, &path, sizeof path - 1), EINVAL);
+    CHECK_EQ(sl_ctl("prof.dump", &held, &len, NULL, 0), EINVAL);
     return t_done("ctl");
 }

@@ -148,6 +148,10 @@ static void *magazine_taker(void *arg)
 
 static void test_fork_magazine_returns(void)
 {
+    if (getenv("SLUICE_PROF")) { /* a sampled object is a page run of its own */
+        printf("fork with a magazine held: skipped, profiling changes which objects a malloc returns\n");
+        return;
+    }
     sem_init(&mag_ready, 0, 0);
     sem_init(&mag_release, 0, 0);
     pthread_t t;

@@ -22,11 +22,12 @@ struct values {
     const char *parse, *bad, *out_of_range, *good;
     long good_is;
 };
-static char publish_path[64];
+static char publish_path[64], prof_path[64];
 static const struct values values[] = {
     { "parse_long", "12ms", "99999999999999999", "5", 5 },
     { "parse_bool", "maybe", "2", "yes", 1 },
     { "parse_publish", "", NULL, publish_path, 1 },
+    { "parse_prof_path", "", NULL, prof_path, 1 },
     { "parse_stats", "verbose", "-1", "off", STATS_OFF },
     { "parse_purge", "lazy", "", "dontneed", PURGE_DONTNEED },
     { "parse_bytes", "12Q", "99999999999T", "64M", 64L << 20 },
@@ -94,6 +95,7 @@ static int lines(const char *s)
 int main(int argc, char **argv)
 {
     snprintf(publish_path, sizeof publish_path, "/tmp/sluice-options-%d", (int)getpid());
+    snprintf(prof_path, sizeof prof_path, "/tmp/sluice-options-prof-%d", (int)getpid());
     if (argc > 1)
         options_init(); /* what the library's constructor does (a static link may not bring it) */
     if (argc > 2 && !strcmp(argv[1], "show")) { /* the child: print one option's value */
@@ -147,7 +149,7 @@ int main(int argc, char **argv)
     const char *both[] = { "SLUICE_OPTIONS", "dirty_decay_ms=500,lazy_decay_ms=700", "SLUICE_DIRTY_DECAY_MS", "300", NULL };
     CHECK_EQ(shown(argv[0], both, "SLUICE_DIRTY_DECAY_MS"), 300);
     char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -f %s %s.tmp", publish_path, publish_path);
+    snprintf(cmd, sizeof cmd, "rm -f %s %s.tmp %s", publish_path, publish_path, prof_path);
     if (system(cmd))
         printf("options: could not remove %s\n", publish_path);
     return t_done("options");

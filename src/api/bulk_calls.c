@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "../bulk/bulk.h"
+#include "../prof/prof.h"
 #include "fast.h"
 #include "sluice.h"
 
@@ -13,6 +14,8 @@ static void free_one(void *p) { dealloc(p); }
 
 void sl_free_bulk(void **ptrs, size_t n)
 {
+    if (unlikely(prof_on))
+        bulk_prof_free(ptrs, n); /* object caches' samples; runs are sampled malloc blocks */
     if (unlikely(sl_small_limit == 0)) { /* checked mode: each pointer is checked */
         for (size_t i = 0; i < n; i++)
             sl_free(ptrs[i]); /* free's address: valgrind's where it replaced free (checked.h) */
@@ -37,5 +40,20 @@ size_t sl_alloc_bulk(size_t size, size_t n, void **out)
             }
         return n;
     }
-    return bulk_alloc(h, size_class(size), n, out);
+    if (likely(!prof_on))
+        return bulk_alloc(h, size_class(size), n, out);
+    if (!bulk_alloc(h, size_class(size), n, out))
+        return 0;
+    /* sampled objects are replaced by blocks whose free finds the sample */
+    size_t idx[16], k = prof_tick_bulk(size, n, idx, 16);
+    for (size_t i = 0; i < k; i++) {
+        int kept = errno;
+        void *q = alloc_sampled(size, 0, false, size);
+        errno = kept; /* refused: that object stays, unsampled */
+        if (q) {
+            dealloc(out[idx[i]]);
+            out[idx[i]] = q;
+        }
+    }
+    return n;
 }

@@ -41,6 +41,7 @@
 #include "../huge/huge.h"
 #include "../options/options.h"
 #include "../os/os.h"
+#include "../prof/prof.h"
 #include "../slab/heap.h"
 #include "sluice.h"
 
@@ -253,6 +254,8 @@ void checked_free(void *ptr)
     uint8_t *p = ptr;
     struct huge *hd;
     struct chk_hdr *h = validate(p, "free", &hd);
+    if (unlikely(prof_on)) /* a checked block has no mark: the sampler looks it up */
+        prof_free(p);
     h->state = FREED;
     h->check = hdr_check(h, p);
     size_t bytes = hd ? hd->req_size : h->size; /* as quarantine_pop_locked counts it */

@@ -16,6 +16,9 @@
  *   caches.I     the I-th row of the table (0 up, as SLUICE_STATS lists
  *                them): a struct sl_cache_stats (oldlen at least its
  *                size); ENOENT past the last
+ *   prof.dump                  sl_prof_dump: the path written as a
+ *                              const char * (or no value: PATH.N); its
+ *                              error is sl_ctl's
  *
  * Reads: old and oldlen, *oldlen at least the type's size, set to it.
  * Writes: new and newlen, exactly the type's size. Returns 0, or ENOENT
@@ -32,6 +35,7 @@
 #include "../options/options.h"
 #include "../page/page.h"
 #include "../slab/slabinfo.h"
+#include "../prof/prof.h"
 #include "../stats/stats.h"
 #include "sluice.h"
 
@@ -99,6 +103,14 @@ static int ctl_action(const char *name, void *old, const void *new, size_t newle
             i == 0 ? sl_stats_print(fd) : sl_stats_json(fd);
             return 0;
         }
+    if (!strcmp(name, "prof.dump")) {
+        const char *path = NULL;
+        if (old || (new && newlen != sizeof path))
+            return EINVAL;
+        if (new)
+            memcpy(&path, new, sizeof path);
+        return sl_prof_dump(path);
+    }
     return ENOENT;
 }
 
@@ -164,6 +176,14 @@ static int ctl_caches(const char *index, void *old, size_t *oldlen, const void *
     if (new)
         return EPERM;
     return read_value(old, oldlen, &n.row, sizeof n.row);
+}
+
+int sl_prof_dump(const char *path)
+{
+    int saved = errno;
+    int err = prof_dump(path);
+    errno = saved;
+    return err;
 }
 
 int sl_ctl(const char *name, void *old, size_t *oldlen, const void *new, size_t newlen)

@@ -5,21 +5,29 @@
  * exported name may be interposed) and add a frame; each inlines these
  * instead. The slow paths stay out of line in malloc.c.
  *
- * Size dispatch: n <= sl_small_limit, a slab object (slab/heap.h); above,
- * alloc_large. sl_small_limit is SL_SMALL_MAX, or 0 in checked mode
- * (checked.h): the same one compare either way. malloc(0) takes the small
- * path in both, and its class (SL_CLASS_ZERO) sends it to a zone slot.
+ * Size dispatch: n <= alloc_fast_limit, a slab object (slab/heap.h);
+ * above, alloc_large. alloc_fast_limit is SL_SMALL_MAX, or 0 in checked
+ * mode (checked.h) and while profiling (prof/prof.h: every allocation is
+ * then counted by alloc_large's sampler): the same one compare in every
+ * mode. malloc(0) takes the small path but while profiling, and its class
+ * (SL_CLASS_ZERO) sends it to a zone slot.
  */
 #ifndef SL_API_FAST_H
 #define SL_API_FAST_H
 
 #include "../slab/heap.h"
 
-/* malloc above the small limit (malloc.c). */
+/* malloc's inline path's limit (above); set once, in the constructor. */
+extern size_t alloc_fast_limit sl_hidden;
+/* malloc above alloc_fast_limit (malloc.c). */
 void *alloc_large(size_t n);
 /* The usable size an allocation of n bytes aligned to align (0: malloc's)
  * gets, without making it; 0 if none can be that large (malloc.c). */
 size_t alloc_usable_for(size_t n, size_t align);
+/* A sampled block of n bytes (malloc.c): one whose free finds its sample
+ * (a page run, a huge mapping, a checked block), recorded as sampled on
+ * counted bytes (prof_record). */
+void *alloc_sampled(size_t n, size_t align, bool zero, size_t counted);
 /* free of what is not a grain of a pageblock (pagemap entry e): NULL, a
  * zero-size slot, a huge mapping, checked mode's pointers, and the report
  * of anything else (malloc.c). */
@@ -32,7 +40,7 @@ void free_sized_slow(void *p, size_t align, size_t size, bool c_name);
 
 sl_inline void *alloc(size_t n)
 {
-    if (likely(n <= sl_small_limit))
+    if (likely(n <= alloc_fast_limit))
         return heap_alloc_small(n);
     return alloc_large(n);
 }

@@ -36,12 +36,14 @@
 #include "../options/options.h"
 #include "../os/os.h"
 #include "../page/page.h"
+#include "../prof/prof.h"
 #include "../reclaim/reclaimer.h"
 #include "../slab/heap.h"
 #include "../stats/stats.h"
 #include "../teardown/teardown.h"
 #include "../zero/zero.h"
 #include "checked.h"
+#include "fast.h"
 
 /* glibc's exported stdio list lock; weak, so another libc runs without. */
 extern void _IO_list_lock(void) __attribute__((weak));
@@ -50,13 +52,13 @@ extern void _IO_list_resetlock(void) __attribute__((weak));
 static bool stdio_locked; /* by the forking thread, prepare to parent/child */
 
 /* sluice's locks in the order fork takes them (the numbers above). */
-#define NFORK_LOCKS 10
+#define NFORK_LOCKS 11
 static sl_lock *fork_locks[NFORK_LOCKS];
 static bool fork_held[NFORK_LOCKS]; /* taken by the prepare handler */
 
 static void fork_locks_init(void)
 {
-    sl_lock *const order[NFORK_LOCKS] = { checked_fork_lock(), zero_fork_lock(),  heap_fork_lock(),
+    sl_lock *const order[NFORK_LOCKS] = { prof_fork_lock(),    checked_fork_lock(), zero_fork_lock(), heap_fork_lock(),
                                           huge_fork_lock(),    purge_fork_lock(), page_fork_lock(),
                                           meta_fork_lock(),    teardown_fork_lock(), teardown_unmap_fork_lock(),
                                           heapless_fork_lock() };
@@ -122,6 +124,9 @@ __attribute__((constructor)) static void sluice_init(void)
 {
     options_init();
     checked_init();
+    prof_init();
+    /* malloc's inline path: none in checked mode, none while profiling */
+    alloc_fast_limit = prof_on ? 0 : sl_small_limit;
     reclaimer_init();
     fork_locks_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -129,6 +134,7 @@ __attribute__((constructor)) static void sluice_init(void)
 
 __attribute__((destructor)) static void sluice_fini(void)
 {
+    prof_fini(); /* the profile and the leak report, if asked for */
     if (sl_opt.stats)
         stats_print();
     stats_publish(true);

@@ -5,6 +5,14 @@
  *                                0: a zero-size slot (zero.h), no access works
  *                  n <= 1 MiB    medium: a page run
  *                  larger        huge: its own mapping
+ * Profiling (prof/prof.h): while it is on, every allocation comes through
+ * alloc_prof, which counts its bytes and serves it as before
+ * (alloc_unsampled) or, sampled, from a block whose free looks the sample
+ * up (alloc_sampled): a page run marked run.sampled (even for a small
+ * request: a slab object's free checks no mark), a huge mapping marked
+ * huge.sampled, or checked mode's block (checked_free asks). realloc
+ * counts its new size the same way; a block resized in place keeps its
+ * sample as it was taken.
  * Where the standard leaves a choice we do what glibc does: realloc(p, 0)
  * frees and returns NULL; malloc(0) returns a unique pointer; memalign
  * rounds a non-power-of-two alignment up; every pointer is 16-byte aligned.
@@ -17,6 +25,7 @@
 #include "../base/drain.h"
 #include "../base/fatal.h"
 #include "../huge/huge.h"
+#include "../prof/prof.h"
 #include "../slab/heap.h"
 #include "../zero/zero.h"
 #include "checked.h"
@@ -54,11 +63,17 @@ static sl_noinline void *alloc_large_slow(size_t n, size_t align, bool zero)
     return p;
 }
 
-/* malloc above the small limit: a medium run straight from the thread's
+size_t alloc_fast_limit = SL_SMALL_MAX;
+
+static sl_noinline void *alloc_prof(size_t n, size_t align, bool zero);
+
+/* malloc above alloc_fast_limit: a medium run straight from the thread's
  * page cache (no zeroing, no alignment, so no frame to keep), the rest
- * through alloc_large_slow. */
+ * through alloc_large_slow; or, profiling, every allocation. */
 sl_noinline void *alloc_large(size_t n)
 {
+    if (unlikely(prof_on))
+        return alloc_prof(n, 0, false);
     if (likely(n <= MEDIUM_MAX && !sl_checked))
         return heap_alloc_run(n, 0, NULL);
     return alloc_large_slow(n, 0, false);
@@ -80,10 +95,65 @@ static unsigned aligned_class(size_t n, size_t align)
     return c;
 }
 
+/* Any allocation as it is made without profiling (align 0 or a power of
+ * two; zero: cleared). */
+static void *alloc_unsampled(size_t n, size_t align, bool zero)
+{
+    void *p;
+    if (align <= SL_GRAIN && n <= sl_small_limit) { /* 0 in checked mode: malloc(0) alone */
+        p = heap_alloc_small(n);
+        if (p && zero)
+            memset(p, 0, n);
+        return p;
+    }
+    if (align > SL_GRAIN && align <= SL_PAGE && sl_small_limit && n <= sl_small_limit) {
+        unsigned c = aligned_class(n, align);
+        if (c < SL_NCLASSES) {
+            p = heap_alloc_small(class_size[c]);
+            if (p && zero)
+                memset(p, 0, n);
+            return p;
+        }
+    }
+    if (align <= SL_GRAIN && !zero && n <= MEDIUM_MAX && !sl_checked)
+        return heap_alloc_run(n, 0, NULL);
+    return alloc_large_slow(n ? n : 1, align <= SL_GRAIN ? 0 : align, zero);
+}
+
+void *alloc_sampled(size_t n, size_t align, bool zero, size_t counted)
+{
+    void *p;
+    size_t a = align <= SL_GRAIN ? 0 : align;
+    if (!sl_checked && n <= MEDIUM_MAX && a <= MEDIUM_MAX_ALIGN) {
+        bool clean;
+        if (!(p = heap_alloc_run(n ? n : 1, a, &clean)))
+            return NULL;
+        if (zero && !clean)
+            memset(p, 0, n);
+        page_of(p)->run.sampled = true;
+    } else {
+        if (!(p = alloc_large_slow(n ? n : 1, a, zero)))
+            return NULL;
+        if (!sl_checked) /* else checked_free asks */
+            ((struct huge *)pagemap_region(pagemap_get((uintptr_t)p)))->sampled = true;
+    }
+    prof_record(p, n, counted, 0, NULL);
+    return p;
+}
+
+static sl_noinline void *alloc_prof(size_t n, size_t align, bool zero)
+{
+    if (likely(!prof_tick(n)))
+        return alloc_unsampled(n, align, zero);
+    return alloc_sampled(n, align, zero, n);
+}
+
 static void *alloc_aligned(size_t align, size_t n)
 {
     if (align <= SL_GRAIN)
         return alloc(n);
+    if (unlikely(prof_on))
+        return alloc_prof(n, align, false);
     if (align <= SL_PAGE && sl_small_limit && n <= sl_small_limit) {
         unsigned c = aligned_class(n, align);
         if (c < SL_NCLASSES)
@@ -166,9 +236,14 @@ sl_cold void free_other_slow(void *p, uintptr_t e)
         return checked_free(p);
     if (e & PM_HUGE) {
         struct heap *h = tls_heap;
+        struct huge *hd = pagemap_region(e);
         if (h != &heap_empty)
             stat_add(h->stats, STAT_free_huge, 1);
-        huge_free(pagemap_region(e), p);
+        if (unlikely(hd->sampled) && p == hd->base) {
+            hd->sampled = false;
+            prof_free(p);
+        }
+        huge_free(hd, p);
         return;
     }
     heap_bad_free(p, e, "free");
@@ -183,8 +258,8 @@ void *sl_calloc(size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    if (total > sl_small_limit)
-        return alloc_large_slow(total, 0, true);
+    if (total > alloc_fast_limit)
+        return unlikely(prof_on) ? alloc_prof(total, 0, true) : alloc_large_slow(total, 0, true);
     void *p = heap_alloc_small(total);
     if (likely(p))
         memset(p, 0, total);
@@ -232,7 +307,9 @@ static void count_realloc(enum sl_stat id)
 /* Move p (old usable bytes) to a new allocation of n bytes. */
 static void *realloc_move(void *p, size_t old, size_t n)
 {
-    void *q = n > REALLOC_RUN_MIN && n <= SL_SMALL_MAX && !sl_checked ? heap_alloc_run(n, 0, NULL) : alloc(n);
+    void *q = n > REALLOC_RUN_MIN && n <= SL_SMALL_MAX && !sl_checked ? heap_alloc_run(n, 0, NULL)
+              : unlikely(prof_on)                                  ? alloc_unsampled(n, 0, false) /* counted already */
+                                                                   : alloc(n);
     if (!q)
         return NULL; /* p stays valid */
     memcpy(q, p, old < n ? old : n);
@@ -248,8 +325,11 @@ static sl_noinline void *realloc_huge_or_bad(void *p, uintptr_t e, size_t n)
     size_t old = usable_checked(p, "realloc"); /* aborts on a bad pointer */
     int saved = errno;
     if ((e & PM_HUGE) && n > HUGE_MIN) {
+        bool sampled = ((struct huge *)pagemap_region(e))->sampled;
         void *q = huge_realloc(pagemap_region(e), p, n);
         if (q) {
+            if (unlikely(sampled) && q != p) /* moved by mremap: the sample goes with it */
+                prof_move(p, q);
             count_realloc(STAT_realloc_inplace);
             return q;
         }
@@ -299,7 +379,7 @@ static sl_noinline void *realloc_slow(void *p, size_t n)
  * its class, and a live run whose new size keeps its page count (a growing
  * buffer's common case: only the size is recorded). The flat block bitmap
  * first, as sl_free. */
-void *sl_realloc(void *p, size_t n)
+sl_inline void *realloc_plain(void *p, size_t n)
 {
     uintptr_t a = (uintptr_t)p;
     if (unlikely(!n || !pagemap_is_block(a))) /* NULL is no block */
@@ -320,6 +400,33 @@ void *sl_realloc(void *p, size_t n)
         }
     }
     return realloc_slow(p, n);
+}
+
+/* Profiling: realloc counts the bytes it adds (a buffer grown a byte at a
+ * time counts its length once, not the sum of its lengths); sampled, it
+ * moves to a sampled block; else it is the realloc of the rest of the
+ * time. */
+static sl_noinline void *realloc_prof(void *p, size_t n)
+{
+    if (!p || !n)
+        return realloc_plain(p, n); /* NULL: malloc, which counts it */
+    size_t old = usable_checked(p, "realloc"); /* aborts on a bad pointer */
+    if (n <= old || !prof_tick(n - old))
+        return realloc_plain(p, n);
+    void *q = alloc_sampled(n, 0, false, n - old);
+    if (!q)
+        return NULL; /* p stays valid */
+    memcpy(q, p, old < n ? old : n);
+    sl_free(p);
+    count_realloc(STAT_realloc_move);
+    return q;
+}
+
+void *sl_realloc(void *p, size_t n)
+{
+    if (unlikely(prof_on))
+        return realloc_prof(p, n);
+    return realloc_plain(p, n);
 }
 
 void *sl_reallocarray(void *p, size_t n, size_t size)
@@ -400,8 +507,12 @@ static bool size_matches(const void *p, size_t size, size_t align)
     if (e & PM_ZERO)
         return size == 0;
     struct page *head = page_head(page_of(p));
-    if (head->h.kind == PG_RUN)
-        return heap_run_request((void *)p) == (size ? size : 1);
+    if (head->h.kind == PG_RUN) {
+        size_t req = heap_run_request((void *)p);
+        if (unlikely(head->run.sampled) && req <= SL_SMALL_MAX && size <= SL_SMALL_MAX) /* as its class */
+            return size_class(size ? size : 1) == size_class(req);
+        return req == (size ? size : 1);
+    }
     unsigned c = align <= SL_GRAIN ? size_class(size) : aligned_class(size, align);
     return c == slab_of_page(head)->cls;
 }

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../os/os.h"
 
@@ -18,6 +19,32 @@ size_t fmt_u64(char *buf, uint64_t v)
     for (size_t i = 0; i < n; i++)
         buf[i] = tmp[n - 1 - i];
     return n;
+}
+
+bool fmt_path(char *out, size_t cap, const char *path, const char *suffix)
+{
+    size_t n = 0;
+    for (const char *s = path; *s; s++) {
+        char num[24];
+        size_t d = 1;
+        const char *piece = s;
+        if (s[0] == '%' && s[1] == 'p') {
+            d = fmt_u64(num, (uint64_t)getpid());
+            piece = num;
+            s++;
+        }
+        if (n + d >= cap)
+            return false;
+        for (size_t i = 0; i < d; i++)
+            out[n++] = piece[i];
+    }
+    for (; *suffix; suffix++) {
+        if (n + 1 >= cap)
+            return false;
+        out[n++] = *suffix;
+    }
+    out[n] = 0;
+    return true;
 }
 
 size_t fmt_hex(char *buf, uint64_t v)

@@ -14,5 +14,8 @@ _Noreturn sl_cold void sl_fatal(const char *what, const void *p, const char *det
 /* Formatting helpers that never allocate: write into buf, return length. */
 size_t fmt_u64(char *buf, uint64_t v);
 size_t fmt_hex(char *buf, uint64_t v);
+/* path with each "%p" replaced by the process id, then suffix, into out
+ * (cap bytes); false if it does not fit. */
+bool fmt_path(char *out, size_t cap, const char *path, const char *suffix);
 
 #endif

@@ -34,6 +34,7 @@
 #include <errno.h>
 
 #include "../base/fatal.h"
+#include "../prof/prof.h"
 #include "../slab/heap.h"
 #include "bulk.h"
 
@@ -305,4 +306,16 @@ size_t bulk_alloc(struct heap *h, unsigned id, size_t n, void **out)
         count_add(&h->counts.alloc[id], took); /* before a failure's bulk_free counts them back */
     }
     return n;
+}
+
+void bulk_prof_free(void **ptrs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t a = (uintptr_t)ptrs[i];
+        if (!a || !(pagemap_get(a) & PM_BLOCK) || !bitmap_test(a))
+            continue;
+        struct page *head = page_head(page_of(ptrs[i]));
+        if (head->h.kind == PG_SLAB && __atomic_load_n(&head->h.prof, __ATOMIC_RELAXED))
+            prof_free(ptrs[i]);
+    }
 }

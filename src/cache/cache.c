@@ -40,6 +40,7 @@
 #include "../bulk/bulk.h"
 #include "../meta/meta.h"
 #include "../os/os.h"
+#include "../prof/prof.h"
 #include "../slab/heap.h"
 #include "../slab/slabinfo.h"
 #include "sluice.h"
@@ -52,13 +53,15 @@
 struct sl_cache {
     void *meta_link;   /* meta_free's list link while the record is free */
     uint32_t key;      /* slab_geom[id].key while open; CACHE_DEAD after destroy */
-    uint32_t fast_key; /* the fast paths' key: key, or CACHE_DEAD when watched */
+    uint32_t fast_key; /* the fast paths' key: key, or CACHE_DEAD when watched or
+                        * profiling (every allocation then takes cache_alloc_slow,
+                        * which tells the checker or counts it) */
     uint16_t id;
     uint16_t fast_id;  /* the fast paths' id: id, or SL_NIDS (no slab's) when watched */
     uint32_t size;     /* an object's bytes, as asked */
     char name[CACHE_NAME_MAX];
 };
-#define CACHE_WATCHED(c) ((c)->fast_key != (c)->key)
+#define CACHE_WATCHED(c) ((c)->fast_id != (c)->id)
 /* The checker's name for the pool of cache id. */
 sl_inline const void *cache_pool(unsigned id) { return &slab_geom[id]; }
 
@@ -133,7 +136,7 @@ sl_cache_t *sl_cache_create(const char *name, size_t size, size_t align, unsigne
     c->key = slab_geom[id].key;
     c->size = (uint32_t)size;
     bool watched = annotate_watch() != WATCH_NONE;
-    c->fast_key = watched ? CACHE_DEAD : c->key;
+    c->fast_key = watched || prof_on ? CACHE_DEAD : c->key;
     c->fast_id = watched ? SL_NIDS : c->id;
     if (watched)
         annotate_pool_create(cache_pool(id));
@@ -144,6 +147,25 @@ sl_cache_t *sl_cache_create(const char *name, size_t size, size_t align, unsigne
 static sl_cold void cache_dead(const sl_cache_t *c, const char *op)
 {
     sl_fatal(op, c, "a destroyed object cache", (size_t)-1);
+}
+
+/* The fast path's pop: an object of this thread's current slab of c, or
+ * NULL (the slots are another cache's, or the slab is exhausted). */
+sl_inline void *cache_pop(sl_cache_t *c, uint32_t key)
+{
+    struct heap *h = tls_heap;
+    struct heap_ids *ids = heap_ids(h);
+    unsigned i = c->id - SL_NCLASSES;
+    if (likely(ids->key[i] == key)) {
+        struct slab *s = ids->cur[i];
+        void *p = s->free;
+        if (likely(p != NULL)) {
+            slab_pop_owned(s, p, slab_link(s, p));
+            count_add(&h->counts.alloc[c->id], 1);
+            return p;
+        }
+    }
+    return NULL;
 }
 
 static void *cache_alloc_refill(sl_cache_t *c)
@@ -165,35 +187,43 @@ static void *cache_alloc_refill(sl_cache_t *c)
     return p;
 }
 
+
+/* A sampled object p of cache c: its slab is marked, so that its frees
+ * look for the sample (block.h: page_hdr.prof), and it is recorded. */
+static void cache_sampled(sl_cache_t *c, void *p)
+{
+    struct slab *s = slab_of_page(page_head(page_of(p)));
+    __atomic_store_n(&s->h.prof, 1, __ATOMIC_RELAXED);
+    prof_record(p, slab_geom[c->id].size, slab_geom[c->id].size, c->id, c->name);
+}
+
 static sl_noinline void *cache_alloc_slow(sl_cache_t *c)
 {
     if (c->key != slab_geom[c->id].key || c->key == CACHE_DEAD)
         cache_dead(c, "sl_cache_alloc on");
-    if (likely(!CACHE_WATCHED(c)))
-        return cache_alloc_refill(c);
-    annotate_quiet_begin(); /* sluice reads the link of a free object */
-    void *p = cache_alloc_refill(c);
-    annotate_quiet_end();
-    if (p)
+    bool sampled = prof_on && prof_tick(slab_geom[c->id].size);
+    void *p;
+    if (likely(!CACHE_WATCHED(c))) {
+        p = prof_on ? cache_pop(c, c->key) : NULL; /* profiling: the fast path's pop, after the count */
+        if (!p && !(p = cache_alloc_refill(c)))
+            return NULL;
+    } else {
+        annotate_quiet_begin(); /* sluice reads the link of a free object */
+        p = cache_alloc_refill(c);
+        annotate_quiet_end();
+        if (!p)
+            return NULL;
         annotate_pool_alloc(cache_pool(c->id), p, c->size, slab_geom[c->id].ctor != NULL);
+    }
+    if (unlikely(sampled))
+        cache_sampled(c, p);
     return p;
 }
 
 void *sl_cache_alloc(sl_cache_t *c)
 {
-    struct heap_ids *ids = heap_ids(tls_heap);
-    unsigned i = c->id - SL_NCLASSES;
-    if (likely(ids->key[i] == c->fast_key)) {
-        struct heap *h = tls_heap;
-        struct slab *s = ids->cur[i];
-        void *p = s->free;
-        if (likely(p != NULL)) {
-            slab_pop_owned(s, p, slab_link(s, p));
-            count_add(&h->counts.alloc[c->id], 1);
-            return p;
-        }
-    }
-    return cache_alloc_slow(c);
+    void *p = cache_pop(c, c->fast_key);
+    return likely(p != NULL) ? p : cache_alloc_slow(c);
 }
 
 void sl_cache_free(sl_cache_t *c, void *p)
@@ -207,7 +237,10 @@ void sl_cache_free(sl_cache_t *c, void *p)
         return heap_free_to_cache(c->id, p);
     struct page *head = page_head(page_of(p));
     struct slab *s = slab_of_page(head);
-    if (unlikely(head->h.kind != PG_SLAB || s->cls != c->fast_id)) /* watched: never equal */
+    /* kind and the prof byte in one compare (a slab with samples goes the
+     * long way, heap_free_object, which looks for them); fast_id is no
+     * slab's in a watched cache */
+    if (unlikely(head->h.kind_prof != PG_SLAB || s->cls != c->fast_id))
         return heap_free_to_cache(c->id, p);
     struct heap *h = tls_heap;
     if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == ((uintptr_t)h | 1)) &&
@@ -235,7 +268,14 @@ size_t sl_cache_alloc_bulk(sl_cache_t *c, size_t n, void **out)
         errno = ENOMEM;
         return 0;
     }
-    return bulk_alloc(h, c->id, n, out);
+    size_t got = bulk_alloc(h, c->id, n, out);
+    if (unlikely(prof_on) && got) {
+        size_t idx[16];
+        size_t k = prof_tick_bulk(slab_geom[c->id].size, got, idx, 16);
+        for (size_t i = 0; i < k; i++)
+            cache_sampled(c, out[idx[i]]);
+    }
+    return got;
 }
 
 void sl_cache_free_bulk(sl_cache_t *c, size_t n, void **objs)
@@ -245,6 +285,8 @@ void sl_cache_free_bulk(sl_cache_t *c, size_t n, void **objs)
             sl_cache_free(c, objs[i]);
         return;
     }
+    if (unlikely(prof_on))
+        bulk_prof_free(objs, n);
     bulk_free(objs, n, c->id, NULL);
 }
 
@@ -344,6 +386,7 @@ void sl_cache_destroy(sl_cache_t *c)
         cache_dead(c, "sl_cache_destroy of");
     sl_cache_set_reclaim(c, NULL);
     uint64_t live;
+    prof_forget_cache(c->id); /* its live objects go with it */
     page_gather_begin(); /* its pageblocks go back together */
     heap_id_close(c->id, &live);
     page_gather_end();

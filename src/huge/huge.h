@@ -41,6 +41,8 @@ struct huge {
     bool quarantined; /* checked mode: freed, PROT_NONE, awaiting release
                        * (still set at huge_free if it could not be made
                        * read-write again: then it is unmapped, not cached) */
+    bool sampled;     /* live and sampled (prof/prof.h): set by its malloc,
+                       * cleared by its free, which then forgets the sample */
     uint8_t state;    /* cached: enum page_state, huge_lock */
     uint64_t state_ms; /* cached: when it entered that state */
     struct huge *next; /* cache list, huge_lock */

@@ -89,6 +89,19 @@ static bool parse_publish(const char *s, long *v)
     return true;
 }
 
+char sl_prof_path[256];
+
+/* a path: kept (1) */
+static bool parse_prof_path(const char *s, long *v)
+{
+    size_t n = strlen(s);
+    if (!n || n >= sizeof sl_prof_path - 24) /* room for ".N" */
+        return false;
+    memcpy(sl_prof_path, s, n + 1);
+    *v = 1;
+    return true;
+}
+
 /* "json" or "text", or a yes-or-no word (yes: the text summary) */
 static bool parse_stats(const char *s, long *v)
 {
@@ -173,6 +186,7 @@ static const char *accepts(bool (*parse)(const char *, long *))
         { parse_long, "a whole number from 0 to 1099511627776" },
         { parse_bool, "1, 0, on, off, true, false, yes or no" },
         { parse_publish, "a file path of 1 to 247 characters" },
+        { parse_prof_path, "a file path of 1 to 231 characters" },
         { parse_stats, "1, 0, on, off, true, false, yes, no, text or json" },
         { parse_purge, "free, dontneed or off" },
         { parse_bytes, "a byte count, digits with an optional K, M, G or T" },

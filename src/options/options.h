@@ -95,7 +95,19 @@ _Static_assert(SL_CHECK_DEFAULT == 0 || SL_CHECK_DEFAULT == 1, "SL_CHECK_DEFAULT
       "bytes queued for teardown before a freeing thread releases batches itself (the queue " \
       "then holds at most this plus one range); unset or `0`: an eighth of the machine's RAM") \
     X(teardown_idle_ms, "SLUICE_TEARDOWN_IDLE_MS", 30000, "`30000`", parse_long, 1, \
-      "milliseconds an idle teardown worker waits for work before it exits")
+      "milliseconds an idle teardown worker waits for work before it exits") \
+    X(prof, "SLUICE_PROF", 0, "unset", parse_prof_path, 0, \
+      "a file path (`%p`: the process id): sample allocations and write the live-memory " \
+      "profile there at exit, in pprof's format (`go tool pprof` reads it; `src/prof`)") \
+    X(prof_sample, "SLUICE_PROF_SAMPLE", 512L << 10, "`512K`", parse_bytes, 0, \
+      "mean bytes allocated between two samples (`K`, `M`, `G` suffixes); `1`: every " \
+      "allocation, and every figure exact") \
+    X(prof_gdump, "SLUICE_PROF_GDUMP", 0, "`0`", parse_bool, 0, \
+      "`1`: with `SLUICE_PROF`, also write PATH.N each time the sampled live bytes reach a new " \
+      "high (an eighth above the last one written)") \
+    X(leaks, "SLUICE_LEAKS", 0, "`0`", parse_bool, 0, \
+      "`1`: sample allocations and report the sites still holding memory at exit on stderr, " \
+      "biggest first (on in the checked mode)")
 
 /* SLUICE_STATS: nothing, the text summary, or one JSON object (sl_stats_json). */
 enum stats_mode { STATS_OFF, STATS_TEXT, STATS_JSON };
@@ -119,6 +131,7 @@ struct sl_options {
 
 extern struct sl_options sl_opt;
 extern char sl_publish_path[256]; /* SLUICE_PUBLISH's value when sl_opt.publish */
+extern char sl_prof_path[256];    /* SLUICE_PROF's value when sl_opt.prof */
 void options_init(void); /* idempotent */
 /* sl_ctl's part (api/ctl.c), by the name after SLUICE_ in any case: the
  * i-th option's name (NULL past the end); an option's value; a new value

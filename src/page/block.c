@@ -144,11 +144,15 @@ bool block_take_range(struct block *b, unsigned first, unsigned n)
 void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind kind)
 {
     struct page *pg = block_pages(b);
+    bool resized = pg[first].h.kind == PG_RUN && pg[first].h.head == first; /* a live run keeps its mark */
     pg[first].h.kind = (uint8_t)kind;
     pg[first].h.head = (uint16_t)first;
     pg[first].h.npages = n;
-    if (kind == PG_RUN)
+    if (kind == PG_RUN) {
         pg[first].run.parked = false; /* the slot may hold a slab's bytes */
+        if (!resized)
+            pg[first].run.sampled = false;
+    }
     if (kind != PG_SLAB)
         return; /* only slab objects are looked up from inside a run */
     /* a slab starts with no owner: the slot may hold a run's run-cache

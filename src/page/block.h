@@ -83,8 +83,21 @@ enum page_kind {
 };
 
 struct page_hdr {
-    uint8_t kind;    /* enum page_kind */
-    uint8_t order;   /* PG_FREE: buddy order */
+    union {
+        struct {
+            uint8_t kind; /* enum page_kind */
+            union {
+                uint8_t order; /* PG_FREE: buddy order */
+                /* PG_SLAB head of an object cache's slab: 1 once it holds a
+                 * sampled object (prof/prof.h), till it is laid out again
+                 * (slab_init) */
+                uint8_t prof;
+            };
+        };
+        /* both in one load: PG_SLAB only for a slab with no sample
+         * (cache.c's free fast path; x86-64 and arm64 are little-endian) */
+        uint16_t kind_prof;
+    };
     uint16_t head;   /* index of the head page of this page's run */
     uint32_t npages; /* head of an allocated run: its length in pages */
 };
@@ -106,10 +119,15 @@ struct page {
             struct page *next, *prev, *younger, *older;
             uint64_t parked_ms; /* when it was parked */
             bool parked;        /* in the shared run cache (block_mark_run clears it) */
+            /* a sampled block (prof/prof.h): set by its malloc, cleared by
+             * its free (and by block_mark_run), so that only a sampled
+             * run's free looks it up */
+            bool sampled;
         } run;
     };
 };
 _Static_assert(sizeof(struct page) == 64, "page descriptor is one cache line");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "page_hdr.kind_prof reads kind as its low byte");
 
 struct block {
     uint8_t type;       /* enum pb_type; page heap lock */

@@ -359,8 +359,12 @@ void *heap_alloc_run(size_t size, size_t align, bool *clean)
 size_t heap_usable_size(void *p)
 {
     struct page *head = page_head(page_of(p));
-    if (head->h.kind == PG_RUN)
+    if (head->h.kind == PG_RUN) {
+        size_t req = __atomic_load_n(&head->run.req, __ATOMIC_RELAXED);
+        if (unlikely(head->run.sampled) && req <= SL_SMALL_MAX) /* a sampled small block: as its class */
+            return class_size[size_class(req)];
         return (size_t)head->h.npages << SL_PAGE_SHIFT;
+    }
     struct slab *s = slab_of_page(head);
     return s->link_off ? s->link_off : s->size; /* a constructed object ends at its link */
 }

@@ -13,6 +13,7 @@
 #include "../base/annotate.h"
 #include "../base/events.h"
 #include "../base/fatal.h"
+#include "../prof/prof.h"
 #include "heap_lists.h"
 
 /* An empty slab s on the partial list goes back to the page layer unless
@@ -87,6 +88,10 @@ static void run_free(void *p, struct page *pg)
 {
     if (!__atomic_exchange_n(&pg->run.req, 0, __ATOMIC_RELAXED))
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
+    if (unlikely(pg->run.sampled)) { /* only its free writes it now: the exchange's winner */
+        pg->run.sampled = false;
+        prof_free(p);
+    }
     struct heap *h = tls_heap;
     if (likely(h != &heap_empty) && page_cache_push_run(&h->pcache, p, pg)) {
         stat_add(h->stats, STAT_free_medium, 1);
@@ -121,6 +126,8 @@ static void free_object(struct slab *s, void *p)
      * stay thread-local instead of contending on a global atomic */
     if (h == &heap_empty && heap_get_slow())
         h = tls_heap;
+    if (unlikely(__atomic_load_n(&s->h.prof, __ATOMIC_RELAXED))) /* an object cache's slab with samples */
+        prof_free(p);
     uintptr_t owner = atomic_load_explicit(&s->owner, memory_order_relaxed);
     if (owner == slab_owner_word(h, s->cls)) {
         /* nothing is written into p here: checked mode frees its blocks

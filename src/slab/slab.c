@@ -33,6 +33,7 @@ void slab_init(struct slab *s, unsigned id)
     s->capacity = (uint16_t)(((size_t)g->pages << SL_PAGE_SHIFT) / g->size);
     s->cls = (uint16_t)id;
     s->state = SLAB_CURRENT;
+    __atomic_store_n(&s->h.prof, 0, __ATOMIC_RELAXED); /* no sampled object yet (block.h) */
 }
 
 void slab_set_owner(struct slab *s, uintptr_t owner_word, uint32_t tag)

@@ -1,0 +1,81 @@
+#!/bin/bash
+# The heap profile, read by `go tool pprof`, and the leak report
+# (src/prof). Usage: prof_pprof.sh PROF_SITES_PROGRAM
+#   malloc: inuse_space 75% +-10 keep_big, 25% +-10 keep_small; churn on
+#           top of alloc_space; the midway sl_ctl("prof.dump") and the
+#           SLUICE_PROF_GDUMP files read too
+#   cache:  the samples name their caches, big_cache on top of inuse_space
+#   leak:   the exact report (SLUICE_PROF_SAMPLE=1): each site's bytes and
+#           objects, its function, the cache's name; also in checked mode
+# The pprof parts are skipped, with a line, where go is not installed.
+set -u
+prog=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+GO=$(command -v go || echo /usr/local/go/bin/go)
+
+# ---- the leak report (no go needed) ----
+for env in "SLUICE_LEAKS=1" "SLUICE_CHECK=1"; do
+    env $env SLUICE_PROF_SAMPLE=1 "$prog" leak 2> "$dir/leaks" || fail "leak run ($env) exited $?"
+    echo "== leak report ($env)"; head -40 "$dir/leaks"
+    grep -q "every allocation was recorded (SLUICE_PROF_SAMPLE=1): the figures are exact" "$dir/leaks" ||
+        fail "no exactness line"
+    grep -q "leak report: 310320 bytes in 18 objects still allocated at exit, from 3 sites" "$dir/leaks" ||
+        fail "wrong totals"
+    grep -A2 "^sluice: leak #1: 300000 bytes in 3 objects" "$dir/leaks" | grep -q leak_calloc ||
+        fail "biggest site is not leak_calloc's 300000 bytes"
+    grep -A2 "^sluice: leak #2: 10000 bytes in 10 objects" "$dir/leaks" | grep -q leak_malloc ||
+        fail "second site is not leak_malloc's 10000 bytes"
+    grep -A3 "^sluice: leak #3: 320 bytes in 5 objects (5 samples) of object cache 'leaky_cache'" "$dir/leaks" |
+        grep -q leak_cache || fail "third site is not leak_cache's 5 objects of leaky_cache"
+done
+SLUICE_LEAKS=1 "$prog" leak 2> "$dir/leaks" || fail "sampled leak run exited $?"
+if grep -q "leak report" "$dir/leaks"; then
+    grep -q "sampled, one sample per 524288 bytes allocated on average: the figures are estimates" "$dir/leaks" ||
+        fail "a sampled report without its sampling line"
+fi
+
+if ! "$GO" version > /dev/null 2>&1; then
+    echo "go not found: the pprof checks are skipped"
+    exit 0
+fi
+top() { # profile, sample index: pprof's -top table
+    "$GO" tool pprof -top -sample_index="$2" "$1" 2> "$dir/pprof.err" || { cat "$dir/pprof.err"; fail "pprof refused $1"; }
+}
+share() { # table, function: its flat%, as a whole number
+    awk -v f="$2" '$NF == f { sub("%", "", $2); print int($2 + 0.5); exit }' <<< "$1"
+}
+
+# ---- malloc family ----
+SLUICE_PROF="$dir/heap.%p" SLUICE_PROF_GDUMP=1 "$prog" malloc "$dir/mid.prof" || fail "malloc run exited $?"
+prof=$dir/$(ls "$dir" | grep -E '^heap\.[0-9]+$')
+[ -f "$prof" ] || fail "no profile written at exit"
+inuse=$(top "$prof" inuse_space); echo "$inuse"
+big=$(share "$inuse" keep_big); small=$(share "$inuse" keep_small)
+[ -n "$big" ] && [ "$big" -ge 65 ] && [ "$big" -le 85 ] || fail "keep_big holds ${big:-no}% of inuse_space, not 75+-10"
+[ -n "$small" ] && [ "$small" -ge 15 ] && [ "$small" -le 35 ] || fail "keep_small holds ${small:-no}% of inuse_space, not 25+-10"
+[ -z "$(share "$inuse" churn)" ] || [ "$(share "$inuse" churn)" -le 1 ] || fail "churn holds inuse_space"
+alloc=$(top "$prof" alloc_space); echo "$alloc"
+first=$(awk '/flat%/ { getline; print $NF; exit }' <<< "$alloc")
+[ "$first" = churn ] || fail "churn is not on top of alloc_space (but $first)"
+mid=$(top "$dir/mid.prof" inuse_space)
+[ "$(awk '/flat%/ { getline; print $NF; exit }' <<< "$mid")" = keep_big ] || fail "the midway dump does not show keep_big"
+[ -z "$(share "$mid" keep_small)" ] || fail "the midway dump shows keep_small, which came after it"
+ngdump=$(ls "$dir" | grep -cE '^heap\.[0-9]+\.[0-9]+$')
+[ "$ngdump" -ge 5 ] && [ "$ngdump" -le 60 ] || fail "$ngdump SLUICE_PROF_GDUMP files, not 5 to 60"
+last=$dir/$(ls "$dir" | grep -E '^heap\.[0-9]+\.[0-9]+$' | sort -t. -k3 -n | tail -1)
+top "$last" inuse_space > /dev/null
+
+# ---- object caches ----
+SLUICE_PROF="$dir/cache.prof" "$prog" cache || fail "cache run exited $?"
+inuse=$(top "$dir/cache.prof" inuse_space); echo "$inuse"
+first=$(awk '/flat%/ { getline; print $NF; exit }' <<< "$inuse")
+[ "$first" = cache:big_cache ] || fail "big_cache is not on top of inuse_space (but $first)"
+[ -n "$(share "$inuse" cache:small_cache)" ] || fail "no small_cache in inuse_space"
+[ -z "$(share "$inuse" cache:churn_cache)" ] || [ "$(share "$inuse" cache:churn_cache)" -le 1 ] ||
+    fail "churn_cache holds inuse_space"
+[ "$(awk '/flat%/ { getline; print $NF; exit }' <<< "$(top "$dir/cache.prof" alloc_space)")" = cache:churn_cache ] ||
+    fail "churn_cache is not on top of alloc_space"
+"$GO" tool pprof -tags "$dir/cache.prof" 2>/dev/null | grep -q big_cache || fail "no cache label"
+echo "prof_pprof: all passed"
