@@ -35,7 +35,8 @@ typedef struct sl_lock {
 
 /* The one lock order, lowest first. */
 enum lock_rank {
-    LOCK_QUARANTINE = 1, /* api/checked.c: a leaf, taken alone */
+    LOCK_PUBLISH = 1,    /* stats/publish.c: one writer of the published file; never held across fork */
+    LOCK_QUARANTINE,     /* api/checked.c: a leaf, taken alone */
     LOCK_ZERO,           /* zero/zero.c: -> meta only */
     LOCK_HEAPS,          /* slab/heaps.c: heap lists, orphans, cache ids */
     LOCK_HUGE,           /* huge/huge.c */

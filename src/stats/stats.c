@@ -49,6 +49,14 @@ static void snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT], bool smaps)
     g[GAUGE_huge_thp_bytes] = tu.huge_thp;
 }
 
+void stats_counters(uint64_t out[STAT_COUNT])
+{
+    uint64_t all[STAT_COUNT + GAUGE_COUNT];
+    snapshot(all, false);
+    for (int i = 0; i < STAT_COUNT; i++)
+        out[i] = all[i];
+}
+
 struct out;
 static void reconcile(struct out *o, const uint64_t *g);
 
