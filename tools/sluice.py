@@ -50,6 +50,7 @@ PEERS = {
 }
 GRACE_S = 5.0          # after a forwarded signal, the program's time to end before SIGKILL
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+WAKE = SIGNALS + (signal.SIGCHLD,)  # blocked here, waited for: a child's end ends a wait early
 SI_KERNEL = 0x80       # siginfo si_code of a signal the kernel sent (a terminal's ^C)
 PR_SET_CHILD_SUBREAPER = 36
 EVENTS = {"extfrag": ("extfrag",), "boost": ("boost_events",), "teardown": ("teardown_ranges", "teardown_sync")}
@@ -194,7 +195,7 @@ def own_counters(pub):
 class Process:
     def __init__(self, pid, t):
         self.pid, self.ppid, self.first_t, self.last_t = pid, None, t, t
-        self.commands, self.comm, self.reason = [], None, None
+        self.commands, self.comm, self.comm_ns, self.reason = [], None, 0, None
         self.peak_rss, self.alive, self.exit = 0, True, None
         self.pub, self.pub_key, self.carried = None, None, {}
         self.ever_published = False
@@ -204,7 +205,7 @@ class Process:
         comm = (read_text(f"/proc/{self.pid}/comm") or "").strip()
         if not comm or comm == self.comm:
             return
-        self.comm = comm
+        self.comm, self.comm_ns = comm, time.monotonic_ns()
         cmd = (read_text(f"/proc/{self.pid}/cmdline") or "").rstrip("\0").split("\0")
         self.commands.append(" ".join(cmd)[:120] if cmd != [""] else comm)
         try:
@@ -243,13 +244,15 @@ class Process:
                 "final": final}
 
     def not_watched(self):
-        """Why sluice's figures of this process are missing, or None."""
-        last_image_reported = self.pub is not None and (self.pub.get("comm") == self.comm or self.comm is None)
-        if self.reason and not (self.pub and self.pub.get("final") and last_image_reported):
-            return self.reason
-        if not self.ever_published:
-            return "it never reported: libsluice.so was not loaded (LD_PRELOAD removed from its environment?)"
-        return None
+        """Why sluice's figures of this process are missing, or None: it
+        never reported, or the last program seen running in it was loaded
+        after the one that wrote the file (since_ns), and never wrote its own."""
+        why = f"it is {self.reason}" if self.reason else "libsluice.so was not loaded (LD_PRELOAD removed from its environment?)"
+        if not self.pub:
+            return f"never reported: {why}"
+        if self.comm is None or self.pub.get("comm") == self.comm or self.pub.get("since_ns", 0) > self.comm_ns:
+            return None
+        return f"after it executed {self.comm}, which never reported: {why}"
 
 
 class Watch:
@@ -401,8 +404,7 @@ def run_one(argv, lib, interval, publish_dir, progress, foreign):
     if publish_dir:
         env["SLUICE_PUBLISH"] = os.path.join(publish_dir, "%p.json")
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, restore_signals=True,
-                            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS))
+    proc = subprocess.Popen(argv, env=env, restore_signals=True, preexec_fn=program_signals)
     watch = Watch(proc, publish_dir, t0, foreign)
     got, deadline, killed = None, None, False
     while True:
@@ -414,7 +416,7 @@ def run_one(argv, lib, interval, publish_dir, progress, foreign):
         if deadline and time.monotonic() > deadline and not killed:
             signal_all(watch, signal.SIGKILL)
             killed = True
-        info = signal.sigtimedwait(SIGNALS, interval)
+        info = wait_signal(proc, time.monotonic() + interval)
         if info is None:
             continue
         if got is not None:  # the second: stop at once, leaving nothing running
@@ -436,6 +438,26 @@ def run_one(argv, lib, interval, publish_dir, progress, foreign):
             "processes": [p.report() for p in sorted(watch.procs.values(), key=lambda p: p.first_t)],
             "final": watch.final(), "exit": exit_of_returncode(proc.returncode),
             "signal": signal.Signals(got).name if got else None, "killed_after_grace": killed}, got
+
+
+def wait_signal(proc, until):
+    """SIGINT or SIGTERM (siginfo) if one comes before `until`; None at
+    `until`, or as soon as the top process has ended."""
+    while True:
+        info = signal.sigtimedwait(WAKE, max(0.0, until - time.monotonic()))
+        if info is None or info.si_signo in SIGNALS:
+            return info
+        if proc.poll() is not None:
+            return None
+
+
+def program_signals():
+    """In the program: SIGINT and SIGTERM as in a foreground job (this
+    command may have been started with them ignored, as a background job
+    of a script is), and not blocked."""
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, WAKE)
 
 
 def exit_of_returncode(rc):
@@ -582,9 +604,10 @@ def draw(data, png):
 
 def plot(python, json_path, png):
     """Draw with the Python found before the run; a signal meanwhile stops it."""
-    p = subprocess.Popen([python, os.path.abspath(__file__), "_plot", json_path, png], stdin=subprocess.DEVNULL)
+    p = subprocess.Popen([python, os.path.abspath(__file__), "_plot", json_path, png], stdin=subprocess.DEVNULL,
+                         preexec_fn=program_signals)
     while p.poll() is None:
-        info = signal.sigtimedwait(SIGNALS, 0.05)
+        info = wait_signal(p, time.monotonic() + 1)
         if info:
             p.kill()
             p.wait()
@@ -627,7 +650,7 @@ def cmd_run(args):
             continue
         plan.append((p, lib))
     set_subreaper()
-    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, WAKE)
     folder = tempfile.mkdtemp(prefix="sluice-run-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     try:
         return run_all(args, argv, plan, interval, folder, python)
@@ -637,7 +660,7 @@ def cmd_run(args):
         return 128 + e.args[0]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-        while signal.sigtimedwait(SIGNALS, 0):
+        while signal.sigtimedwait(WAKE, 0):
             pass  # handled: not delivered again when unblocked
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 

@@ -8,11 +8,14 @@
  * and the final figures, with them, from the library's exit handler. The
  * file is one JSON object:
  *
- *   {"pid":N,"ppid":N,"comm":"name","final":false,
+ *   {"pid":N,"ppid":N,"comm":"name","since_ns":N,"final":false,
  *    "inherited":{counter:value,...},"stats":<sl_stats_json's object>}
  *
- * "inherited" names the counters a fork child copied from its parent
- * (until it executes another program, which starts from zero).
+ * since_ns: CLOCK_MONOTONIC when this program was loaded into the process
+ * (or the process forked), so that a reader can tell whether a program it
+ * saw the process run came after the one that wrote the file. "inherited"
+ * names the counters a fork child copied from its parent (until it
+ * executes another program, which starts from zero).
  *
  * Invariants: one writer at a time (publish_lock), and the final write is
  * the last: a tick that comes after it (the reclaimer still runs while the
@@ -38,6 +41,7 @@
 static SL_LOCK_DEFINE(publish_lock, LOCK_PUBLISH);
 static bool final_written;                /* under publish_lock */
 static bool forked;                       /* a fork child that has not executed since */
+static uint64_t since_ns;                 /* set once at load, again in a fork child */
 static uint64_t inherited[STAT_COUNT];    /* its counters at fork; set in the child alone */
 
 /* path with %p replaced by pid; false if it does not fit */
@@ -115,7 +119,9 @@ static void write_head(int fd, bool final)
     w_u64(&w, (uint64_t)getppid());
     w_str(&w, ",\"comm\":\"");
     w_str(&w, comm);
-    w_str(&w, final ? "\",\"final\":true,\"inherited\":{" : "\",\"final\":false,\"inherited\":{");
+    w_str(&w, "\",\"since_ns\":");
+    w_u64(&w, since_ns);
+    w_str(&w, final ? ",\"final\":true,\"inherited\":{" : ",\"final\":false,\"inherited\":{");
     bool first = true;
     for (size_t i = 0; forked && i < STAT_COUNT; i++)
         if (inherited[i]) {
@@ -142,6 +148,8 @@ void stats_publish(enum publish_when when)
     }
     strcat(strcat(tmp, pid), ".tmp");
     lock_acquire(&publish_lock);
+    if (!since_ns)
+        since_ns = os_now_ns();
     if (!final_written) {
         int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd >= 0) { /* else the folder is gone (the reader ended): nothing to tell */
@@ -165,6 +173,7 @@ void stats_publish_fork_child(void)
     if (!sl_opt.publish)
         return;
     forked = true;
+    since_ns = os_now_ns();
     stats_counters(inherited);
     stats_publish(PUBLISH_START);
 }
