@@ -45,7 +45,7 @@ assert q["peak_rss_bytes"] >= 50 * MiB and q["reported"] and q["final"], q
 assert q["final"]["gauges"]["block_rss_bytes"] >= 50 * MiB, q["final"]["gauges"]
 assert "sh" in procs and procs["sh"][0]["ppid"] is not None, list(procs)
 assert r["final"]["counters"]["alloc_small"] >= q["final"]["counters"]["alloc_small"]
-' && ok "shell-wrapped sqlite3: peak RSS $(grep -o 'peak RSS  *[0-9.]* MiB' "$W/err" | grep -o '[0-9.]* MiB')" || bad "shell-wrapped sqlite3: $(cat "$W/err")"
+' && ok "shell-wrapped sqlite3: peak RSS $(grep -o 'peak RSS  *[0-9.]* MiB' "$W/err" | head -1 | grep -o '[0-9.]* MiB')" || bad "shell-wrapped sqlite3: $(cat "$W/err")"
   grep -q "process [0-9]*  *sqlite3 :memory:.*: peak RSS [0-9]" "$W/err" && ok "summary lists sqlite3" || bad "summary: $(cat "$W/err")"
 else
   bad "shell-wrapped sqlite3 failed: $(tail -3 "$W/err")"

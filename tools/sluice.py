@@ -424,6 +424,7 @@ def run_one(argv, lib, interval, publish_dir, progress, foreign):
             finish_off(watch, proc)
             raise Stopped(info.si_signo)
         got, deadline = info.si_signo, time.monotonic() + GRACE_S
+        watch.tick()  # the program as the signal found it
         if info.si_code != SI_KERNEL:  # a terminal's ^C reached the program itself
             signal_all(watch, info.si_signo)
     elapsed = time.monotonic() - t0

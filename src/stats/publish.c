@@ -8,14 +8,16 @@
  * and the final figures, with them, from the library's exit handler. The
  * file is one JSON object:
  *
- *   {"pid":N,"ppid":N,"comm":"name","since_ns":N,"final":false,
- *    "inherited":{counter:value,...},"stats":<sl_stats_json's object>}
+ *   {"pid":N,"ppid":N,"comm":"name","since_ns":N,"peak_rss_bytes":N,
+ *    "final":false,"inherited":{counter:value,...},
+ *    "stats":<sl_stats_json's object>}
  *
  * since_ns: CLOCK_MONOTONIC when this program was loaded into the process
  * (or the process forked), so that a reader can tell whether a program it
  * saw the process run came after the one that wrote the file. "inherited"
  * names the counters a fork child copied from its parent (until it
- * executes another program, which starts from zero).
+ * executes another program, which starts from zero). peak_rss_bytes is
+ * the kernel's high-water mark (VmHWM), which no sampling misses.
  *
  * Invariants: one writer at a time (publish_lock), and the final write is
  * the last: a tick that comes after it (the reclaimer still runs while the
@@ -101,6 +103,23 @@ static void w_u64(struct wbuf *w, uint64_t v)
     w_str(w, num);
 }
 
+/* /proc/self/status's VmHWM in bytes; 0 if unread. */
+static uint64_t peak_rss(void)
+{
+    char text[4096];
+    if (os_read_file("/proc/self/status", text, sizeof text) <= 0)
+        return 0;
+    const char *s = strstr(text, "\nVmHWM:");
+    if (!s)
+        return 0;
+    uint64_t kb = 0;
+    for (s += 8; *s == ' ' || *s == '\t'; s++)
+        ;
+    for (; *s >= '0' && *s <= '9'; s++)
+        kb = kb * 10 + (uint64_t)(*s - '0');
+    return kb * 1024;
+}
+
 /* The object's members before "stats". */
 static void write_head(int fd, bool final)
 {
@@ -121,6 +140,8 @@ static void write_head(int fd, bool final)
     w_str(&w, comm);
     w_str(&w, "\",\"since_ns\":");
     w_u64(&w, since_ns);
+    w_str(&w, ",\"peak_rss_bytes\":");
+    w_u64(&w, peak_rss());
     w_str(&w, final ? ",\"final\":true,\"inherited\":{" : ",\"final\":false,\"inherited\":{");
     bool first = true;
     for (size_t i = 0; forked && i < STAT_COUNT; i++)
