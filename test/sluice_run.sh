@@ -147,7 +147,7 @@ signal_case() { # SIGNAL expected-exit
 assert r['signal'] == 'SIG$sig' and len(r['processes']) == 2, r['processes']
 assert peak >= 60 * MiB, peak
 " && ok "$sig: json" || bad "$sig: json"
-  if kill -0 "$parent" 2>/dev/null || kill -0 "$child" 2>/dev/null; then bad "$sig: the program still runs"; else
+  if kill -0 "$parent" 2>/dev/null || kill -0 "$child" 2>/dev/null; then bad "$sig: the program still runs: $(ps -o pid=,ppid=,stat=,args= -p "$parent,$child")"; else
     ok "$sig: nothing left running"; fi
   case "$folder" in /dev/shm/sluice-run-*|/tmp/sluice-run-*) ;; *) bad "$sig: odd folder $folder";; esac
   [ ! -e "$folder" ] && ok "$sig: folder removed" || bad "$sig: $folder left behind"

@@ -177,6 +177,24 @@ def smaps_rollup(pid):
     return out if "Rss" in out else None  # a zombie, or gone
 
 
+def proc_state(pid):
+    """(state letter, parent pid), or (None, None) for a process gone."""
+    text = read_text(f"/proc/{pid}/stat")
+    try:
+        fields = text.rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
+    except (AttributeError, IndexError, ValueError):
+        return None, None
+
+
+def high_water(pid):
+    """The process's peak RSS as the kernel kept it (VmHWM), between samples too."""
+    for line in (read_text(f"/proc/{pid}/status") or "").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 def read_published(path):
     try:
         with open(path) as f:
@@ -212,11 +230,7 @@ class Process:
             self.reason = unwatchable(os.readlink(f"/proc/{self.pid}/exe"))
         except OSError:
             pass
-        stat_text = read_text(f"/proc/{self.pid}/stat") or ""
-        try:
-            self.ppid = int(stat_text.rsplit(")", 1)[1].split()[1])
-        except (IndexError, ValueError):
-            pass
+        self.ppid = proc_state(self.pid)[1] or self.ppid
 
     def take(self, pub):
         """A newly read published object: counters that went down belong to
@@ -225,6 +239,7 @@ class Process:
             for k, v in own_counters(self.pub).items():
                 self.carried[k] = self.carried.get(k, 0) + v
         self.pub, self.ever_published = pub, True
+        self.peak_rss = max(self.peak_rss, pub.get("peak_rss_bytes", 0))
         if self.ppid is None:
             self.ppid = pub.get("ppid")
         if not self.commands and pub.get("comm"):
@@ -265,10 +280,8 @@ class Watch:
         self.procs, self.samples, self.events, self.last_events = {}, [], [], None
 
     def tree(self):
+        self.reap()
         mine = [p for p in children(os.getpid()) if p not in self.foreign]
-        for p in mine:
-            if p != self.top.pid and p in self.procs:
-                self.reap(p)
         seen, todo = [], [self.top.pid] + [p for p in mine if p != self.top.pid]
         while todo:
             p = todo.pop()
@@ -277,22 +290,39 @@ class Watch:
                 todo += children(p)
         return seen
 
-    def reap(self, pid):
-        try:
-            got, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if got:
-            self.procs[pid].exit = exit_of(status)
+    def reap(self):
+        """Every orphan adopted that has ended (the top process is Popen's)."""
+        for pid in children(os.getpid()):
+            if pid == self.top.pid:
+                continue
+            try:
+                got, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if got and pid not in self.foreign:
+                self.procs.setdefault(pid, Process(pid, time.monotonic() - self.t0)).exit = exit_of(status)
 
     def live(self):
-        """The program's processes still running (not zombies)."""
+        """The program's processes still running: not zombies, except those
+        adopted here and not yet reapable (a leader whose threads are still
+        ending), which are waited for like the running ones."""
         out = []
         for pid in self.tree():
-            text = read_text(f"/proc/{pid}/stat") or ")  Z"
-            if text.rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+            state, ppid = proc_state(pid)
+            if state not in ("Z", "X", None) or (state == "Z" and ppid == os.getpid()):
                 out.append(pid)
         return out
+
+    def settle(self):
+        """Before the end: every adopted orphan that has ended is reaped, so
+        that none is left to init as a zombie of the program (2 s at most)."""
+        end = time.monotonic() + 2
+        while True:
+            self.reap()
+            if not any(proc_state(p)[0] == "Z" for p in children(os.getpid()) if p != self.top.pid) \
+                    or time.monotonic() > end:
+                return
+            time.sleep(0.005)
 
     def tick(self):
         t = time.monotonic() - self.t0
@@ -303,7 +333,7 @@ class Watch:
             k = smaps_rollup(pid)
             if k:
                 kernel[pid], p.last_t, p.alive = k, t, True
-                p.peak_rss = max(p.peak_rss, k["Rss"])
+                p.peak_rss = max(p.peak_rss, k["Rss"], high_water(pid))
         for p in self.procs.values():
             p.alive = p.pid in kernel
         self.read_files(t)
@@ -430,12 +460,13 @@ def run_one(argv, lib, interval, publish_dir, progress, foreign):
     elapsed = time.monotonic() - t0
     watch.tick()
     watch.read_files(elapsed)
-    for pid in list(watch.procs):
-        if pid != proc.pid:
-            watch.reap(pid)
+    watch.settle()
     watch.procs.setdefault(proc.pid, Process(proc.pid, 0)).exit = exit_of_returncode(proc.returncode)
     foreign.update(watch.procs)
+    summed = max((x["rss_bytes"] for x in watch.samples), default=0)
+    largest = max((p.peak_rss for p in watch.procs.values()), default=0)
     return {"samples": watch.samples, "events": watch.events, "seconds": round(elapsed, 4),
+            "peak_rss_bytes": max(summed, largest),
             "processes": [p.report() for p in sorted(watch.procs.values(), key=lambda p: p.first_t)],
             "final": watch.final(), "exit": exit_of_returncode(proc.returncode),
             "signal": signal.Signals(got).name if got else None, "killed_after_grace": killed}, got
@@ -469,13 +500,9 @@ def finish_off(watch, proc):
     """After SIGKILL: reap the top process and every orphan adopted."""
     proc.wait()
     end = time.monotonic() + 2
-    while time.monotonic() < end and watch.live():
-        for pid in children(os.getpid()):
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
+    while watch.live() and time.monotonic() < end:
         time.sleep(0.01)
+    watch.settle()
 
 
 # ---- the summary --------------------------------------------------------------
@@ -521,9 +548,12 @@ def summary(name, run, interval, watched):
         rows.append(("processes", f"{len(procs)}, {n_watch} watched, {n_final} wrote their exit figures"))
     else:
         rows.append(("processes", str(len(procs))))
+    how = "of all processes together"
+    if s and run["peak_rss_bytes"] > max(x["rss_bytes"] for x in s):
+        how = "one process's high-water mark, above every sample's sum"
+    rows.append(("peak RSS", f"{mib(run['peak_rss_bytes'])} ({how})"))
     if s:
-        peak = max(s, key=lambda x: x["rss_bytes"])
-        rows.append(("peak RSS", f"{mib(peak['rss_bytes'])} (all processes; PSS {mib(max(x['pss_bytes'] for x in s))})"))
+        rows.append(("peak PSS", f"{mib(max(x['pss_bytes'] for x in s))} (shared pages counted once)"))
         rows.append(("final RSS", mib(s[-1]["rss_bytes"])))
         rows.append(("peak LazyFree", mib(max(x["lazyfree_bytes"] for x in s))))
     lazy_time = sum(interval for x in s if x.get("lazy_bytes", 0) > 0 or x["lazyfree_bytes"] > 0)
