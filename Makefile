@@ -77,7 +77,8 @@ stress: all build-tsan/build.ninja build-ubsan/build.ninja
 bench: all
 	python3 bench/run.py
 
-# PREFIX=/usr/local by default: lib/libsluice.{so,a}, include/sluice.h, lib/pkgconfig/sluice.pc
+# PREFIX=/usr/local by default: lib/libsluice.{so,a}, include/sluice.h, lib/pkgconfig/sluice.pc,
+# bin/sluice and libexec/sluice/sluice_plot.py (what draws its --plot)
 install: all
 	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 

@@ -41,6 +41,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIB = os.path.normpath(os.path.join(HERE, "@SL_LIB_REL@"))  # set by CMake
+PLOT = os.path.normpath(os.path.join(HERE, "@SL_PLOT_REL@"))  # tools/sluice_plot.py
 PEER_DIR = "/usr/lib/x86_64-linux-gnu"
 PEERS = {
     "glibc": None,
@@ -262,7 +263,8 @@ class Process:
         """Why sluice's figures of this process are missing, or None: it
         never reported, or the last program seen running in it was loaded
         after the one that wrote the file (since_ns), and never wrote its own."""
-        why = f"it is {self.reason}" if self.reason else "libsluice.so was not loaded (LD_PRELOAD removed from its environment?)"
+        why = (f"it is {self.reason}" if self.reason
+               else "libsluice.so was not loaded (LD_PRELOAD removed from its environment?)")
         if not self.pub:
             return f"never reported: {why}"
         if self.comm is None or self.pub.get("comm") == self.comm or self.pub.get("since_ns", 0) > self.comm_ns:
@@ -565,8 +567,8 @@ def summary(name, run, interval, watched):
         rows.append(("extfrag events", str(c["extfrag"])))
         rss = g["block_rss_bytes"] + g["huge_rss_bytes"]
         thp = g["block_thp_bytes"] + g["huge_thp_bytes"]
-        rows.append(("hugepage coverage at exit",
-                     f"{100 * thp / rss:.0f}% of {mib(rss)} resident in sluice's memory" if rss else "nothing resident"))
+        rows.append(("hugepage coverage at exit", f"{100 * thp / rss:.0f}% of {mib(rss)} resident in sluice's memory"
+                     if rss else "nothing resident"))
     elif watched:
         rows.append(("hugepage coverage at exit", "unknown: no process wrote its exit figures"))
     for p in procs:
@@ -582,60 +584,11 @@ def warnings(run):
             yield f"sluice: process {p['pid']} ({what[:60]}) was not watched: {p['not_watched']}"
 
 
-# ---- the plot (drawn by a Python that has matplotlib: `sluice _plot JSON PNG`) --
-
-STACK = (("in_use_bytes", "in use"), ("dirty_bytes", "dirty (free, resident)"),
-         ("teardown_bytes", "in teardown"), ("lazy_bytes", "lazy (MADV_FREE)"), ("clean_bytes", "clean"))
-MARKS = {"extfrag": ("v", "tab:red"), "boost": ("^", "tab:purple"), "teardown": ("s", "tab:brown")}
-
-
-def draw(data, png):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    runs = data["runs"]
-    main = runs["sluice"]
-    pids = sorted({pid for x in main["samples"] for pid in x["rss_by_pid"]}, key=int)
-    fig, axes = plt.subplots(2 if len(pids) > 1 else 1, 1, figsize=(9, 7 if len(pids) > 1 else 5), sharex=True,
-                             squeeze=False)
-    top = axes[0][0]
-    s = [x for x in main["samples"] if "dirty_bytes" in x]
-    if s:
-        top.stackplot([x["t"] for x in s], *[[x[k] / 1048576 for x in s] for k, _ in STACK],
-                      labels=[f"sluice: {label}" for _, label in STACK], alpha=0.55)
-    for name, run in runs.items():
-        t = [x["t"] for x in run["samples"]]
-        top.plot(t, [x["rss_bytes"] / 1048576 for x in run["samples"]], lw=1.6, label=f"{name}: RSS")
-        if name == "sluice":
-            top.plot(t, [x["anon_huge_bytes"] / 1048576 for x in run["samples"]], "--", lw=1.2,
-                     label="sluice: RSS in hugepages")
-    ymax = top.get_ylim()[1]
-    for kind, (marker, colour) in MARKS.items():
-        ev = [e for e in main.get("events", []) if e["kind"] == kind]
-        if ev:
-            top.scatter([e["t"] for e in ev], [ymax * 0.97] * len(ev), marker=marker, color=colour, zorder=5,
-                        label=f"{kind} ({sum(e['count'] for e in ev)})")
-    top.set_ylabel("MiB (all processes)")
-    top.set_title(shlex.join(data["command"])[:100], fontsize=9)
-    top.legend(fontsize=7, loc="upper left", ncol=2)
-    top.grid(alpha=0.3)
-    if len(pids) > 1:
-        bottom = axes[1][0]
-        names = {str(p["pid"]): (p["commands"][-1] if p["commands"] else "?")[:40] for p in main["processes"]}
-        t = [x["t"] for x in main["samples"]]
-        bottom.stackplot(t, *[[x["rss_by_pid"].get(pid, 0) / 1048576 for x in main["samples"]] for pid in pids],
-                         labels=[f"{pid} {names.get(pid, '')}" for pid in pids], alpha=0.7)
-        bottom.set_ylabel("RSS by process, MiB")
-        bottom.legend(fontsize=7, loc="upper left")
-        bottom.grid(alpha=0.3)
-    axes[-1][0].set_xlabel("seconds")
-    fig.tight_layout()
-    fig.savefig(png, dpi=100)
-
+# ---- the plot (tools/sluice_plot.py, run by a Python that has matplotlib) --------
 
 def plot(python, json_path, png):
     """Draw with the Python found before the run; a signal meanwhile stops it."""
-    p = subprocess.Popen([python, os.path.abspath(__file__), "_plot", json_path, png], stdin=subprocess.DEVNULL,
+    p = subprocess.Popen([python, PLOT, json_path, png], stdin=subprocess.DEVNULL,
                          preexec_fn=program_signals)
     while p.poll() is None:
         info = wait_signal(p, time.monotonic() + 1)
@@ -654,6 +607,8 @@ def cmd_run(args):
         fail("run: no program given (sluice run [options] -- program args...)", 2)
     if not os.path.exists(LIB):
         fail(f"the library is missing: {LIB}", 2)
+    if args.interval < 1:
+        fail(f"--interval {args.interval}: at least 1 ms", 2)
     peers = [p for p in (args.compare.split(",") if args.compare else []) if p]
     for p in peers:
         if p not in PEERS:
@@ -667,6 +622,8 @@ def cmd_run(args):
             check_writable(path, option)
     python = None
     if args.plot:
+        if not os.path.exists(PLOT):
+            fail(f"--plot: the script that draws is missing: {PLOT}", 2)
         python, tried = find_plot_python()
         if not python:
             fail("--plot needs matplotlib, and none of these Pythons has it: " + ", ".join(tried)
@@ -736,10 +693,6 @@ def run_all(args, argv, plan, interval, folder, python):
 
 
 def main(argv):
-    if argv[:1] == ["_plot"]:  # run by the Python that has matplotlib
-        with open(argv[1]) as f:
-            draw(json.load(f), argv[2])
-        return 0
     ap = argparse.ArgumentParser(prog="sluice", description="run a program under sluice and watch its memory")
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run a program under sluice, sample its memory, summarise")
