@@ -42,7 +42,7 @@ run: all
 test: all build-debug/build.ninja build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja
 	cd $(BUILD) && ctest --output-on-failure
 	cmake --build build-debug
-	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|sluice_top|valgrind|man_pages|install|rust_package|stats_json)$$'
+	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|sluice_run|sluice_top|valgrind|man_pages|install|rust_package|stats_json)$$'
 	cmake --build build-ubsan
 	cd build-ubsan && ctest --output-on-failure
 	cmake --build build-tsan
@@ -83,7 +83,8 @@ bench: all
 # make install [PREFIX=/usr/local] [LIBDIR=$(PREFIX)/lib] [DESTDIR=]:
 # LIBDIR/libsluice.so.0.x.y with its links libsluice.so.0 and libsluice.so,
 # LIBDIR/libsluice.a, LIBDIR/pkgconfig/sluice.pc, LIBDIR/cmake/sluice,
-# include/sluice.h, bin/sluice, share/man/man1, man3 and man7; all below DESTDIR
+# include/sluice.h, bin/sluice (and libexec/sluice/sluice_plot.py, what draws
+# its --plot), share/man/man1, man3 and man7; all below DESTDIR
 # when given (a package's staging folder; the files name PREFIX). The
 # build is configured for PREFIX and LIBDIR first (the sluice command and
 # sluice.pc name them), a LIBDIR under PREFIX kept relative, so that the

@@ -11,7 +11,9 @@
  * follows it).
  * The child resets them all, orphans every other thread's heap, unmaps
  * what the teardown queue held (its workers are gone), and lets the
- * reclaimer and the workers start again when they are needed.
+ * reclaimer and the workers start again when they are needed. Under
+ * SLUICE_PUBLISH each process writes its own file: at load, at once in a
+ * fork child, and the final figures at exit (stats/publish.c).
  *
  * Why the stdio lock first: glibc's fork runs the atfork prepare handlers,
  * then takes the stdio list lock, then its own malloc locks, in that order,
@@ -114,6 +116,7 @@ static void fork_child(void)
     st_relaxed(&lock_fork_active, 0);
     if (stdio_locked)
         _IO_list_resetlock();
+    stats_publish_fork_child(); /* last: it reads every layer's figures */
 }
 
 /* Referenced from malloc.c so that a static link (libsluice.a), which takes
@@ -130,6 +133,7 @@ __attribute__((constructor)) static void sluice_init(void)
     reclaimer_init();
     fork_locks_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+    stats_publish(PUBLISH_START);
 }
 
 __attribute__((destructor)) static void sluice_fini(void)
@@ -137,5 +141,5 @@ __attribute__((destructor)) static void sluice_fini(void)
     prof_fini(); /* the profile and the leak report, if asked for */
     if (sl_opt.stats)
         stats_print();
-    stats_publish(true);
+    stats_publish(PUBLISH_FINAL);
 }

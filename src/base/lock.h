@@ -35,7 +35,8 @@ typedef struct sl_lock {
 
 /* The one lock order, lowest first. */
 enum lock_rank {
-    LOCK_PROF = 1,       /* prof/table.c: the profile's tables; -> meta only */
+    LOCK_PUBLISH = 1,    /* stats/publish.c: one writer of the published file; never held across fork */
+    LOCK_PROF,           /* prof/table.c: the profile's tables; -> meta only */
     LOCK_QUARANTINE,     /* api/checked.c: a leaf, taken alone */
     LOCK_ZERO,           /* zero/zero.c: -> meta only */
     LOCK_HEAPS,          /* slab/heaps.c: heap lists, orphans, cache ids */

@@ -299,7 +299,7 @@ static void *reclaimer_main(void *arg)
         if (!boosting) /* a collapse copies 2 MiB: winning blocks back comes first */
             hugify_pass(now);
         stat_add_shared(STAT_reclaimer_runs, 1);
-        stats_publish(false);
+        stats_publish(PUBLISH_TICK);
         if (!page_purge_pending() && !sl_opt.publish && !boosting)
             wait_ms(IDLE_SLEEP_MS);
     }

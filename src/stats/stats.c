@@ -66,6 +66,14 @@ static unsigned costly_of(size_t i)
     return i >= STAT_COUNT + GAUGE_block_rss_bytes && i <= STAT_COUNT + GAUGE_huge_thp_bytes ? WANT_SMAPS : 0;
 }
 
+void stats_counters(uint64_t out[STAT_COUNT])
+{
+    uint64_t all[STAT_COUNT + GAUGE_COUNT];
+    snapshot(all, false);
+    for (int i = 0; i < STAT_COUNT; i++)
+        out[i] = all[i];
+}
+
 struct out;
 static void reconcile(struct out *o, const uint64_t *g);
 

@@ -181,9 +181,20 @@ void stats_json(int fd, bool smaps);
  * malloc_stats_print (api/jemalloc_compat.c). No allocation; no lock of
  * sluice is held while cb runs. */
 void stats_write(void (*cb)(void *arg, const char *s), void *arg, bool as_json);
+/* Every counter now (the global ones and each layer's report). */
+void stats_counters(uint64_t out[STAT_COUNT]);
 /* SLUICE_PUBLISH (publish.c): write the statistics to the option's path
  * (%p: the process id) through a temporary file and rename, so a reader
- * never sees half of them. final: at exit, with the smaps gauges. */
-void stats_publish(bool final);
+ * never sees half of them. One writer at a time; after the final write
+ * (at exit, with the smaps gauges) nothing more is written. */
+enum publish_when {
+    PUBLISH_START, /* at load: the file says the process is watched */
+    PUBLISH_TICK,  /* the reclaimer's tick */
+    PUBLISH_FINAL, /* at exit */
+};
+void stats_publish(enum publish_when when);
+/* In a fork child: its own file, written at once, with the counters it
+ * inherited named as such (they are its parent's). */
+void stats_publish_fork_child(void);
 
 #endif
