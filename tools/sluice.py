@@ -722,6 +722,7 @@ def cmd_top(args):
         return f"{b / 1024:.0f}K" if b < 100 << 20 else f"{b / 1048576:.0f}M"
 
     def screen(d):
+        d = d.get("stats", d)  # the published object: {"pid":..., "stats": sl_stats_json's}
         rows = sorted(d.get("caches", []), key=lambda r: (-r["slabs_total"] * r["pages_per_slab"], r["name"]))
         mem = sum(r["slabs_total"] * r["pages_per_slab"] * 4096 for r in rows)
         used = sum(r["objects_active"] * r["object_size"] for r in rows)
