@@ -36,10 +36,12 @@ _Static_assert(SL_CHECK_DEFAULT == 0 || SL_CHECK_DEFAULT == 1, "SL_CHECK_DEFAULT
       "sluice's own in-use, dirty, lazy and clean bytes, then the reclaim registry; `json`: the " \
       "same as one JSON object on one line (`sl_stats_json`)") \
     X(publish, "SLUICE_PUBLISH", 0, "unset", parse_publish, 0, \
-      "a file path (`%p`: the process id): the reclaimer writes the statistics there as one " \
-      "JSON object every tick (at most 100 ms apart) and the final ones at exit, each write " \
-      "replacing the file whole; it starts the reclaimer thread even in a single-threaded " \
-      "program. `sluice run` sets it") \
+      "a file path (`%p`: the process id): the process writes its figures there as one JSON " \
+      "object (`pid`, `ppid`, `comm`, `peak_rss_bytes`, `final`, the counters a fork child " \
+      "`inherited`, and `stats`, `sl_stats_json`'s object) at load, at once in a fork child, " \
+      "on every reclaimer tick (at most 100 ms apart) and at exit, each write replacing the " \
+      "file whole, one writer at a time; it starts the reclaimer thread even in a " \
+      "single-threaded program. `sluice run` sets it, one file per process") \
     X(check, "SLUICE_CHECK", SL_CHECK_DEFAULT, "`0`", parse_bool, 0, \
       "`1`: the checked mode: canaries, zero fill, a quarantine of freed blocks, guard pages. " \
       "Slower and bigger; for finding bugs") \
