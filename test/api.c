@@ -428,8 +428,31 @@ static void *alloc_free_keep(void *arg)
     return malloc(32);
 }
 /* glibc's extensions, as sluice answers them */
+static void test_mallopt(void)
+{
+    /* mallopt: the parameters that mean something here, 0 for the rest */
+    int64_t o;
+    CHECK_EQ(mallopt(M_ARENA_MAX, 4), 1);
+    CHECK_EQ(mallopt(M_MMAP_THRESHOLD, 1 << 20), 1);
+    CHECK_EQ(mallopt(M_TRIM_THRESHOLD, 128 << 10), 1);
+    CHECK_EQ(sl_ctl("opt.dirty_decay_ms", &o, &(size_t){ sizeof o }, NULL, 0), 0);
+    CHECK(o != 0); /* a size: nothing changed */
+    CHECK_EQ(mallopt(M_TRIM_THRESHOLD, 0), 1);
+    CHECK_EQ(sl_ctl("opt.dirty_decay_ms", &o, &(size_t){ sizeof o }, NULL, 0), 0);
+    CHECK_EQ(o, 0); /* 0: free memory goes back at once */
+    CHECK_EQ(mallopt(M_TRIM_THRESHOLD, -1), 1);
+    CHECK_EQ(sl_ctl("opt.purge", &o, &(size_t){ sizeof o }, NULL, 0), 0);
+    CHECK_EQ(o, 2); /* -1: never (SLUICE_PURGE=off) */
+    CHECK_EQ(mallopt(M_PERTURB, 1), 0); /* a knob sluice does not have */
+    int64_t back = 1000;
+    CHECK_EQ(sl_ctl("opt.dirty_decay_ms", NULL, NULL, &back, sizeof back), 0);
+    back = 0; /* free */
+    CHECK_EQ(sl_ctl("opt.purge", NULL, NULL, &back, sizeof back), 0);
+}
+
 static void test_glibc_extensions(void)
 {
+
     void *volatile big = malloc(12u << 20); /* volatile: the pair is not elided */
     free(big); /* into the huge cache */
     CHECK_EQ(malloc_trim(0), 1); /* released something */
@@ -804,6 +827,7 @@ int main(void)
     test_huge_cache();
     test_stats_json();
 #if SL_OVERRIDE
+    test_mallopt();
     test_glibc_extensions();
     test_malloc_stats();
 #endif

@@ -10,6 +10,7 @@
 #include "../base/drain.h"
 #include "../cache/cache.h"
 #include "../huge/huge.h"
+#include "../options/options.h"
 #include "../page/page.h"
 #include "../slab/heap.h"
 #include "../teardown/teardown.h"
@@ -96,10 +97,27 @@ EXPORT struct mallinfo mallinfo(void)
  * (trim and top pad, the mmap threshold and count, perturb) name knobs
  * sluice does not have, and get 0, as glibc answers a parameter it does
  * not know. sluice's own are its options (SLUICE_*, sl_ctl "opt.*"). */
+/* glibc's parameters that mean something here; 1 for done (or accepted
+ * with nothing to do, as the man page says), 0 for the rest, as glibc
+ * answers a parameter it does not know. */
 EXPORT int mallopt(int param, int value)
 {
-    (void)value;
-    return param == M_ARENA_MAX || param == M_ARENA_TEST;
+    options_init(); /* a call before the first allocation */
+    switch (param) {
+    case M_ARENA_MAX: /* no arenas: every thread has its own heap */
+    case M_ARENA_TEST:
+        return 1;
+    case M_TRIM_THRESHOLD: /* -1: never trim (no madvise); 0: give free memory back at once */
+        if (value < 0)
+            return options_set("purge", PURGE_OFF) == 0;
+        if (value == 0)
+            return options_set("dirty_decay_ms", 0) == 0;
+        return 1; /* sluice gives free memory back by age (SLUICE_DIRTY_DECAY_MS), not by size */
+    case M_MMAP_THRESHOLD: /* huge allocations (own mappings) start at a fixed size */
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 EXPORT int malloc_info(int options, FILE *fp)
