@@ -46,6 +46,13 @@ static void *map(size_t size, int prot, int flags)
     return p;
 }
 
+/* The kernel placed an exact-size mapping with no hint off the alignment
+ * once: its layout does not favour it here (a sanitizer's reservations, a
+ * small address space), so unhinted mappings over-map at once, one mmap
+ * instead of two for every one (and a rule that fails every other mmap
+ * cannot refuse each of them). */
+static _Atomic bool unhinted_misaligned;
+
 static void *map_aligned(size_t size, size_t align, int prot, void *hint)
 {
     if (align <= SL_PAGE)
@@ -54,12 +61,15 @@ static void *map_aligned(size_t size, size_t align, int prot, void *hint)
      * it fills address space top down, so a size that is a multiple of
      * the alignment mostly lands aligned, in the hole a freed one left or
      * right below the last one. One call instead of three. */
-    if (!((uintptr_t)hint & (align - 1)) && !(config_fault && fault_hit(FAULT_MMAP))) {
+    if (!((uintptr_t)hint & (align - 1)) && (hint || !ld_relaxed(&unhinted_misaligned)) &&
+        !(config_fault && fault_hit(FAULT_MMAP))) {
         int saved = errno;
         void *p = mmap(hint, size, prot, MAP_DATA, -1, 0);
         errno = saved;
         if (p != MAP_FAILED && (hint ? p == hint : !((uintptr_t)p & (align - 1))))
             return p;
+        if (p != MAP_FAILED && !hint)
+            st_relaxed(&unhinted_misaligned, true);
         if (p != MAP_FAILED)
             os_unmap(p, size); /* elsewhere, or misaligned: over-map and trim */
     }
