@@ -45,6 +45,30 @@ pub const SL_CACHE_RECLAIMABLE: c_uint = 0x1;
 /// Objects aligned to 64-byte cache lines.
 pub const SL_CACHE_HWCACHE_ALIGN: c_uint = 0x2;
 
+/// One cache's line of the slabinfo table (`sl_cache_stats`). Set `size` to
+/// `size_of::<sl_cache_stats>()` before the call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct sl_cache_stats {
+    pub size: usize,
+    pub name: [c_char; 48],
+    pub object_size: u64,
+    pub objects_active: u64,
+    pub objects_total: u64,
+    pub slabs_active: u64,
+    pub slabs_total: u64,
+    pub pages_per_slab: u64,
+    pub pageblock_type: u64,
+    pub allocations: u64,
+    pub frees: u64,
+    pub remote_frees: u64,
+    pub bulk_frees: u64,
+}
+/// `sl_cache_stats::pageblock_type`: a SLAB pageblock.
+pub const SL_PAGEBLOCK_SLAB: u64 = 0;
+/// `sl_cache_stats::pageblock_type`: a RECLAIM pageblock.
+pub const SL_PAGEBLOCK_RECLAIM: u64 = 1;
+
 /// A cache's constructor: runs once per object, when it is first carved.
 pub type sl_ctor_fn = Option<unsafe extern "C" fn(obj: *mut c_void)>;
 /// A cache's shrinker: frees up to `want` objects of the cache, returns how
@@ -78,10 +102,12 @@ extern "C" {
     pub fn sl_cache_shrink(c: *mut sl_cache_t) -> usize;
     pub fn sl_cache_destroy(c: *mut sl_cache_t);
     pub fn sl_cache_set_reclaim(c: *mut sl_cache_t, f: sl_reclaim_fn);
+    pub fn sl_cache_stats(c: *mut sl_cache_t, out: *mut sl_cache_stats) -> c_int;
 
     pub fn sl_purge();
     pub fn sl_flush();
     pub fn sl_check() -> c_int;
+    pub fn sl_prof_dump(path: *const c_char) -> c_int;
 
     pub fn sl_stat(name: *const c_char) -> u64;
     pub fn sl_ctl(name: *const c_char, old: *mut c_void, oldlen: *mut usize, new_value: *const c_void, newlen: usize)

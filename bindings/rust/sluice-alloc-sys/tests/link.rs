@@ -6,7 +6,7 @@ use std::ptr;
 
 #[test]
 fn every_function_links() {
-    let fns: [*const (); 31] = [
+    let fns: [*const (); 33] = [
         sl_malloc as *const (), sl_calloc as *const (), sl_realloc as *const (), sl_reallocarray as *const (),
         sl_free as *const (), sl_free_sized as *const (), sl_free_aligned_sized as *const (),
         sl_aligned_alloc as *const (), sl_posix_memalign as *const (), sl_memalign as *const (),
@@ -14,6 +14,7 @@ fn every_function_links() {
         sl_free_bulk as *const (), sl_cache_create as *const (), sl_cache_alloc as *const (),
         sl_cache_free as *const (), sl_cache_alloc_bulk as *const (), sl_cache_free_bulk as *const (),
         sl_cache_shrink as *const (), sl_cache_destroy as *const (), sl_cache_set_reclaim as *const (),
+        sl_cache_stats as *const (), sl_prof_dump as *const (),
         sl_purge as *const (), sl_flush as *const (), sl_check as *const (), sl_stat as *const (),
         sl_ctl as *const (), sl_stat_name as *const (), sl_stats_print as *const (), sl_stats_json as *const (),
     ];
@@ -35,6 +36,11 @@ fn raw_calls() {
         let o = sl_cache_alloc(c);
         assert!(!o.is_null());
         sl_cache_free(c, o);
+        let mut st: sl_cache_stats = std::mem::zeroed();
+        st.size = std::mem::size_of::<sl_cache_stats>();
+        assert_eq!(sl_cache_stats(c, &mut st), 0);
+        assert!(st.object_size >= 24); // its stride in the slab
+        assert_eq!((st.allocations, st.frees, st.objects_active), (1, 1, 0));
         sl_cache_destroy(c);
         let mut v: i64 = -1;
         let mut len = std::mem::size_of::<i64>();
