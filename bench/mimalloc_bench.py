@@ -43,7 +43,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ALLOCATORS, LIBDIR, ROOT, program_env, source_peers  # noqa: E402
+from run import ALLOCATORS, LIBDIR, ROOT, SOURCE_PEERS, program_env, source_peers  # noqa: E402
 
 PAGE = os.path.join(ROOT, "docs", "benchmarks", "mimalloc-bench.md")
 CHART = os.path.join(ROOT, "docs", "benchmarks", "mimalloc-bench.png")
@@ -207,7 +207,7 @@ def version_of(name, lib):
         v = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=program_env(lib))
         if v.returncode == 0 and v.stdout.strip().isdigit():
             n = int(v.stdout)
-            return f"{n // 100}.{n // 10 % 10}.{n % 10} (mi_version), built from source"
+            return f"{n // 10000}.{n // 100 % 100}.{n % 100} (mi_version), built from source"
     m = re.search(r"(\d+\.\d+\.\d+)", real)
     return (m.group(1) + " (from the path), " if m else "") + "built from source"
 
@@ -297,11 +297,16 @@ def chart(rows, programs, allocs, path):
     import matplotlib.pyplot as plt
     ok = [r for r in rows if r["status"] == "ok"]
     programs = [p for p in programs if any(r["program"] == p for r in ok)]
-    fig, axes = plt.subplots(2, 1, figsize=(16, 9), sharex=True)
+    panels = [("value", "time"), ("cpu_s", "CPU time"), ("peak_rss_mib", "peak RSS")]
+    if "cpu_s" not in ok[0]:
+        panels.pop(1)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(16, 4.5 * len(panels)), sharex=True)
     width = 0.85 / len(allocs)
-    for ax, key, title in ((axes[0], "value", "time"), (axes[1], "peak_rss_mib", "peak RSS")):
+    for ax, (key, title) in zip(axes, panels):
         med = {}
         for p in programs:
+            if key == "cpu_s" and p in FIXED_TIME:
+                continue
             for a in allocs:
                 xs = [float(r[key]) for r in ok if r["program"] == p and r["allocator"] == a]
                 if xs:
@@ -309,6 +314,8 @@ def chart(rows, programs, allocs, path):
         for i, a in enumerate(allocs):
             xs, ys = [], []
             for j, p in enumerate(programs):
+                if not any(q == p for q, _ in med):
+                    continue
                 best = min(v for (q, _), v in med.items() if q == p)
                 if (p, a) in med and best > 0:
                     xs.append(j + i * width)
@@ -317,8 +324,8 @@ def chart(rows, programs, allocs, path):
         ax.axhline(1.2, color="grey", lw=0.8, ls="--")
         ax.set_yscale("log")
         ax.set_ylabel(f"{title} ÷ best (log)")
-    axes[1].set_xticks([j + 0.425 - width / 2 for j in range(len(programs))])
-    axes[1].set_xticklabels(programs, rotation=45, ha="right")
+    axes[-1].set_xticks([j + 0.425 - width / 2 for j in range(len(programs))])
+    axes[-1].set_xticklabels(programs, rotation=45, ha="right")
     axes[0].legend(ncol=len(allocs), fontsize=8)
     axes[0].set_title("mimalloc-bench: each allocator's median over the best one's (lower is better)")
     fig.tight_layout()
@@ -381,7 +388,12 @@ def main():
     if args.from_csv:
         rows = list(csv.DictReader(open(args.from_csv)))
         meta = json.load(open(args.from_csv + ".meta"))
-        allocs = list(dict.fromkeys(r["allocator"] for r in rows))
+        known = [n for n, _ in ALLOCATORS] + [n for n, _, _ in SOURCE_PEERS]
+        allocs = sorted(dict.fromkeys(r["allocator"] for r in rows),
+                        key=lambda a: known.index(a) if a in known else len(known))
+        for a in allocs:  # mimalloc's version as decoded now (an older run's text had it wrong)
+            if "mi_version" in meta["versions"][a] and os.path.exists(meta["libs"][a]):
+                meta["versions"][a] = version_of(a, meta["libs"][a])
         programs = [p for p in names if any(r["program"] == p for r in rows)]
         open(PAGE, "w").write(page(rows, programs, allocs, meta))
         chart(rows, programs, allocs, CHART)
