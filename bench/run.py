@@ -5,7 +5,10 @@ Every repeat runs every (benchmark, allocator) pair once, the allocators in a
 fresh random order each time, so a noisy minute hurts all of them alike.
 Reported: the median of each pair's wall time (the program's own timer) and
 of its peak RSS (VmHWM, reported by the program), their geometric means, and ratios to
-sluice. Writes bench/results/<stamp>.csv, bench/results/latest.md and, when
+sluice. The peers are glibc and Debian's jemalloc, tcmalloc and mimalloc,
+and the newest mimalloc 2.x and 3.x and snmalloc built from source when
+SLUICE_BENCH_MIMALLOC2, SLUICE_BENCH_MIMALLOC3 and SLUICE_BENCH_SNMALLOC
+name their libraries. Writes bench/results/<stamp>.csv, bench/results/latest.md and, when
 matplotlib is importable, bench/results/latest.png.
 
   python3 bench/run.py            full run (5 repeats)
@@ -42,6 +45,43 @@ ALLOCATORS = [
     ("mimalloc", os.path.join(LIBDIR, "libmimalloc.so.2")),
 ]
 
+# Peers built from source outside the repository (the newest releases;
+# docs/benchmarks/mimalloc-bench.md says how): one library each, named by
+# an environment variable. An unset variable or a missing file leaves the
+# peer out with one line. The variables are kept from the programs'
+# environment (sluice would call a SLUICE_ name it does not know a typo).
+SOURCE_PEERS = [
+    ("mimalloc2", "SLUICE_BENCH_MIMALLOC2", "mimalloc 2.x, libmimalloc.so"),
+    ("mimalloc3", "SLUICE_BENCH_MIMALLOC3", "mimalloc 3.x, libmimalloc.so"),
+    ("snmalloc", "SLUICE_BENCH_SNMALLOC", "snmalloc, libsnmallocshim.so"),
+]
+
+
+def source_peers(say=lambda line: print(line, file=sys.stderr)):
+    """The from-source peers whose variable names an existing file, as
+    (name, path); one line through say for each one left out."""
+    found = []
+    for name, var, what in SOURCE_PEERS:
+        path = os.environ.get(var)
+        if not path:
+            say(f"{name} left out: set {var} to its library ({what})")
+        elif not os.path.exists(path):
+            say(f"{name} left out: {var}={path} does not exist")
+        else:
+            found.append((name, path))
+    return found
+
+
+def program_env(lib, env_extra=None):
+    """The environment a benchmark program runs in: ours without
+    LD_PRELOAD and the SLUICE_BENCH_ variables, then env_extra, then lib
+    preloaded (None: glibc)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_BENCH_") and k != "LD_PRELOAD"}
+    env.update(env_extra or {})
+    if lib:
+        env["LD_PRELOAD"] = lib
+    return env
+
 # name, program, scale (full), scale (quick), what it asks
 BENCHES = [
     ("sizes", "bench_sizes", 1.0, 0.4, "single-thread size sweep, 8 B to 2 MiB"),
@@ -69,11 +109,7 @@ def run_keyed(prog, args, lib, env_extra=None):
 
 
 def run_once(prog, scale, lib, extra_args=(), env_extra=None):
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    env.update(env_extra or {})
-    if lib:
-        env["LD_PRELOAD"] = lib
+    env = program_env(lib, env_extra)
     proc = subprocess.Popen([prog, str(scale)] + list(extra_args), stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=env)
     out = proc.stdout.read().decode()
@@ -120,6 +156,7 @@ def main():
         env_of.setdefault(name, {})[var] = value
 
     allocs = [(n, p) for n, p in ALLOCATORS if p is None or os.path.exists(p)]
+    allocs += source_peers()
     allocs += [tuple(e.split("=", 1)) for e in args.extra]
     if args.only:
         allocs = [a for a in allocs if a[0] in args.only.split(",")]
@@ -173,10 +210,10 @@ def main():
     lines.append("| sluice / x | " + " | ".join(f"{gm['sluice'] / gm[a]:.2f}" for a in names) + " |")
     peers = [a for a in names if a != "sluice"]
     if peers:
-        fast = min((a for a in peers if a in ("mimalloc", "tcmalloc")), key=lambda a: gt[a], default=None)
+        fast = min((a for a in peers if a in ("mimalloc", "tcmalloc", "mimalloc2", "mimalloc3", "snmalloc")), key=lambda a: gt[a], default=None)
         lines.append("")
         if fast:
-            lines.append(f"sluice time / faster of mimalloc and tcmalloc ({fast}): {gt['sluice'] / gt[fast]:.2f}")
+            lines.append(f"sluice time / fastest of mimalloc, tcmalloc and snmalloc ({fast}): {gt['sluice'] / gt[fast]:.2f}")
         if "glibc" in gt:
             lines.append(f"sluice time / glibc: {gt['sluice'] / gt['glibc']:.2f}")
         low = min(peers, key=lambda a: gm[a])
