@@ -20,35 +20,6 @@
 
 #define MiB (1024u * 1024u)
 
-static uint64_t smaps(const char *key)
-{
-    char buf[4096];
-    int fd = open("/proc/self/smaps_rollup", O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : 0;
-    if (fd >= 0)
-        close(fd);
-    buf[n > 0 ? n : 0] = 0;
-    size_t kl = strlen(key);
-    for (char *p = buf; (p = strstr(p, key)); p += kl)
-        if ((p == buf || p[-1] == '\n') && p[kl] == ':')
-            return strtoull(p + kl + 1, NULL, 10) * 1024;
-    return 0;
-}
-
-static uint64_t held(void) { return smaps("Rss") - smaps("LazyFree"); }
-
-static int threads(void)
-{
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : 0;
-    if (fd >= 0)
-        close(fd);
-    buf[n > 0 ? n : 0] = 0;
-    const char *p = strstr(buf, "Threads:");
-    return p ? atoi(p + 8) : -1;
-}
-
 static unsigned rng_state = 12345;
 static unsigned rng(void) { return rng_state = rng_state * 1103515245u + 12345u; }
 
@@ -82,23 +53,23 @@ static size_t fill(size_t total)
  * (a phase's temporaries), then the buffer: the program's last frees. */
 static void last_free(void)
 {
-    uint64_t base = held();
+    uint64_t base = t_held();
     size_t n = fill(160 * MiB), live = 0;
     char *big = sl_malloc(32 * MiB);
     memset(big, 2, 32 * MiB);
-    uint64_t peak = held();
+    uint64_t peak = t_held();
     for (size_t i = 0; i < n; i++)
         if ((i / BATCH) % 10 == 0)
             live += osz[i];
         else
             sl_free(obj[i]);
     sl_free(big);
-    uint64_t after = held() - base;
+    uint64_t after = t_held() - base;
     printf("last free: %.0f MiB live, %.0f MiB held at the peak, %.0f MiB after the frees (%.2fx live)\n",
            live / (double)MiB, (peak - base) / (double)MiB, after / (double)MiB, after / (double)live);
     CHECK(after <= 2 * live);
     CHECK(sl_stat("drop_purge") > 0);
-    CHECK_EQ(threads(), 1);
+    CHECK_EQ(t_threads(), 1);
     for (size_t i = 0; i < n; i += BATCH * 10)
         for (size_t j = i; j < i + BATCH && j < n; j++)
             sl_free(obj[j]);

@@ -434,18 +434,6 @@ static void fork_in_handler(int sig)
     }
 }
 
-static int threads_now(void)
-{
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    buf[n > 0 ? n : 0] = 0;
-    char *t = strstr(buf, "Threads:");
-    return t ? atoi(t + 8) : -1;
-}
-
 static int single_threaded_main(void)
 {
     for (int round = 0; round < 20; round++) { /* memory to decay: the reclaimer would be wanted */
@@ -478,7 +466,7 @@ static int single_threaded_main(void)
     }
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
     setitimer(ITIMER_REAL, &off, NULL);
-    int threads = threads_now();
+    int threads = t_threads();
     printf("single-threaded: %d forks, %d from the signal handler, %d thread(s)\n", forks, (int)nested_forks,
            threads);
     return threads == 1 && nested_forks > 0 ? 0 : 1;

@@ -31,40 +31,7 @@
 
 #define MiB (1024.0 * 1024.0)
 
-static uint64_t smaps(const char *key)
-{
-    char buf[4096];
-    int fd = open("/proc/self/smaps_rollup", O_RDONLY);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    size_t kl = strlen(key);
-    for (char *p = buf; (p = strstr(p, key)); p += kl)
-        if ((p == buf || p[-1] == '\n') && p[kl] == ':')
-            return strtoull(p + kl + 1, NULL, 10) * 1024;
-    return 0;
-}
-
-static uint64_t held(void) { return smaps("Rss") - smaps("LazyFree"); }
-
 enum { LONG_MS = 20000 }; /* deadline of a wait: generous (a loaded machine, TSan) */
-
-/* The process's threads (/proc/self/status). */
-static int threads(void)
-{
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : 0;
-    if (fd >= 0)
-        close(fd);
-    buf[n > 0 ? n : 0] = 0;
-    const char *p = strstr(buf, "Threads:");
-    return p ? atoi(p + 8) : -1;
-}
 
 /* Every free byte outside dense hugepage blocks advised and the lazy ones
  * made clean: what the decay has to do. */
@@ -155,7 +122,7 @@ static void check_near_live(size_t live, const char *when, unsigned wait_ms)
     /* 10% of live, plus a fixed allowance: the program itself (a few MiB)
      * and pageblock headers of blocks that still hold live objects */
     uint64_t limit = live + live / 10 + (12u << 20), h = 0;
-    bool ok = wait_ms ? T_WAIT((h = held()) <= limit, wait_ms) : (h = held()) <= limit;
+    bool ok = wait_ms ? T_WAIT((h = t_held()) <= limit, wait_ms) : (h = t_held()) <= limit;
     if (!ok)
         fprintf(stderr, "%s: Rss - LazyFree %.1f MiB, live %.1f MiB, limit %.1f MiB\n", when, h / MiB, live / MiB,
                 limit / MiB);
@@ -179,7 +146,7 @@ static void scenario_decay(void)
 {
     if (!getenv("SLUICE_RECLAIMER"))
         become_threaded();
-    uint64_t before = held();
+    uint64_t before = t_held();
     size_t live = fill_and_thin();
     (void)before;
     const char *mode = getenv("SLUICE_PURGE");
@@ -222,9 +189,9 @@ static void scenario_purge_now(void)
  * could advise later (the old check waited 300 ms to see that). */
 static void scenario_off(void)
 {
-    int t0 = threads();
+    int t0 = t_threads();
     fill_and_thin();
-    CHECK_EQ(threads(), t0);
+    CHECK_EQ(t_threads(), t0);
     CHECK_EQ(sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls"), 0);
     CHECK_EQ(sl_stat("reclaimer_runs"), 0);
     uint64_t blocks = sl_stat("blocks");
@@ -236,7 +203,7 @@ static void scenario_off(void)
     CHECK(sl_stat("blocks") < blocks);
     CHECK_EQ(sl_stat("madv_free_calls"), 0);
     CHECK_EQ(sl_stat("reclaimer_runs"), 0);
-    CHECK_EQ(threads(), t0);
+    CHECK_EQ(t_threads(), t0);
 }
 
 /* Decay 0: every freed run is advised as it is freed. */
@@ -267,7 +234,7 @@ static void scenario_fork(void)
             fprintf(stderr, "fork child: dirty %llu lazy %llu\n", (unsigned long long)sl_stat("dirty_bytes"),
                     (unsigned long long)sl_stat("lazy_bytes"));
 #if SL_OVERRIDE
-        ok &= T_WAIT(held() <= live + live / 10 + (40u << 20), LONG_MS); /* the parent's 30 MiB is shared in */
+        ok &= T_WAIT(t_held() <= live + live / 10 + (40u << 20), LONG_MS); /* the parent's 30 MiB is shared in */
 #else
         (void)live;
 #endif
@@ -286,20 +253,20 @@ static void scenario_fork(void)
  * slow paths run the decay once it works again. */
 static void scenario_no_thread(void)
 {
-    int t0 = threads();
+    int t0 = t_threads();
     fill_and_thin();
     CHECK_EQ(sl_stat("reclaimer_runs"), 0);
     CHECK(sl_stat("dirty_bytes") + sl_stat("lazy_bytes") > 0);
-    CHECK_EQ(threads(), t0); /* no thread came */
+    CHECK_EQ(t_threads(), t0); /* no thread came */
 #if SL_OVERRIDE /* a sanitizer runs threads of its own */
-    CHECK_EQ(threads(), 1); /* still single-threaded */
+    CHECK_EQ(t_threads(), 1); /* still single-threaded */
 #endif
     /* slow paths, until the lazy memory (300 ms) has been made clean */
     CHECK(T_WAIT(slow_path() && sl_stat("lazy_bytes") == 0 && sl_stat("madv_dontneed_calls") > 0, LONG_MS));
     CHECK(sl_stat("madv_dontneed_calls") > 0);
     CHECK_EQ(sl_stat("lazy_bytes"), 0);
     CHECK_EQ(sl_stat("reclaimer_runs"), 0); /* past the decays now: still no reclaimer */
-    CHECK_EQ(threads(), t0);
+    CHECK_EQ(t_threads(), t0);
 }
 
 /* Threads churn medium runs and small objects while the reclaimer purges

@@ -3,9 +3,13 @@
 #ifndef T_H
 #define T_H
 
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int t_pass, t_fail;
 
@@ -162,6 +166,41 @@ static inline int t_run_self(const char *argv0, const char *name, const char *en
     int status = -1;
     waitpid(pid, &status, 0);
     return status;
+}
+
+/* ---- the process as the kernel sees it --------------------------------- */
+
+/* A field of /proc/self/smaps_rollup in bytes (key "Rss", "LazyFree", ...),
+ * read without allocating; 0 if unread. */
+static inline uint64_t t_smaps(const char *key)
+{
+    char buf[4096];
+    int fd = open("/proc/self/smaps_rollup", O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : 0;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    size_t kl = strlen(key);
+    for (char *p = buf; (p = strstr(p, key)); p += kl)
+        if ((p == buf || p[-1] == '\n') && p[kl] == ':')
+            return strtoull(p + kl + 1, NULL, 10) * 1024;
+    return 0;
+}
+
+/* What the process costs the machine: Rss - LazyFree. */
+static inline uint64_t t_held(void) { return t_smaps("Rss") - t_smaps("LazyFree"); }
+
+/* The process's threads (/proc/self/status), or -1. */
+static inline int t_threads(void)
+{
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : 0;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    const char *p = strstr(buf, "Threads:");
+    return p ? atoi(p + 8) : -1;
 }
 
 #endif
