@@ -57,4 +57,18 @@ void  os_futex_wake(_Atomic int *addr, int n);
 void  os_yield(void);                              /* sched_yield, errno kept */
 void  os_write_err(const char *s, size_t n);        /* write(2) to stderr, all of it */
 
+/* The lowercase hex number at *s (a /proc/self/maps address), *s left
+ * after it. */
+sl_inline uint64_t os_parse_hex(const char **s)
+{
+    uint64_t v = 0;
+    for (;; (*s)++) {
+        char c = **s;
+        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
+        if (d == 16)
+            return v;
+        v = v << 4 | d;
+    }
+}
+
 #endif

@@ -265,31 +265,19 @@ struct mapping {
     uintptr_t lo, hi;
 };
 
-static uint64_t parse_hex(const char **s)
-{
-    uint64_t v = 0;
-    for (;; (*s)++) {
-        char c = **s;
-        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
-        if (d == 16)
-            return v;
-        v = v << 4 | d;
-    }
-}
-
 /* One line of /proc/self/maps: an executable segment of a file becomes a
  * Mapping (id: its index + 1 in *maps). */
 static void map_line(struct encoder *e, struct buf *maps, const char *line)
 {
     const char *s = line;
-    uint64_t lo = parse_hex(&s);
+    uint64_t lo = os_parse_hex(&s);
     if (*s++ != '-')
         return;
-    uint64_t hi = parse_hex(&s);
+    uint64_t hi = os_parse_hex(&s);
     if (*s++ != ' ' || s[2] != 'x')
         return;
     s += 5;
-    uint64_t off = parse_hex(&s);
+    uint64_t off = os_parse_hex(&s);
     for (int field = 0; field < 2 && *s; field++) { /* device, inode */
         while (*s == ' ')
             s++;

@@ -16,18 +16,6 @@
 #include "../os/os.h"
 #include "../pagemap/pagemap.h"
 
-static uint64_t hex(const char **s)
-{
-    uint64_t v = 0;
-    for (;; (*s)++) {
-        char c = **s;
-        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
-        if (d == 16)
-            return v;
-        v = v << 4 | d;
-    }
-}
-
 /* kB value of a "Key:   N kB" line, in bytes */
 static uint64_t kb_field(const char *line, size_t key_len)
 {
@@ -43,7 +31,7 @@ static uint64_t kb_field(const char *line, size_t key_len)
 static void smaps_line(const char *line, uintptr_t *kind, struct thp_usage *u)
 {
     const char *s = line;
-    uint64_t start = hex(&s);
+    uint64_t start = os_parse_hex(&s);
     if (*s == '-' && s != line) { /* a mapping's first line: "start-end perms ..." */
         *kind = pagemap_get((uintptr_t)align_down(start, SL_BLOCK)) & (PM_BLOCK | PM_HUGE);
         return;
