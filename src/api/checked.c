@@ -295,10 +295,10 @@ void checked_flush(void)
     }
 }
 
-size_t checked_usable(const void *p)
+size_t checked_usable(const void *p, const char *op)
 {
     struct huge *hd;
-    return validate((uint8_t *)p, "malloc_usable_size", &hd)->size;
+    return validate((uint8_t *)p, op, &hd)->size;
 }
 
 void checked_free_sized(void *p, size_t size)

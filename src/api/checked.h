@@ -16,7 +16,7 @@ void *checked_alloc(size_t n, size_t align); /* always zeroed */
 void checked_free(void *p);
 void checked_flush(void); /* release the whole quarantine (sl_purge) */
 void *checked_realloc(void *p, size_t n);
-size_t checked_usable(const void *p);
+size_t checked_usable(const void *p, const char *op);
 void checked_free_sized(void *p, size_t size);
 struct sl_lock *checked_fork_lock(void);
 

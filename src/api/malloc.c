@@ -67,11 +67,21 @@ size_t alloc_fast_limit = SL_SMALL_MAX;
 
 static sl_noinline void *alloc_prof(size_t n, size_t align, bool zero);
 
+static sl_noinline void *alloc_prof_slow(size_t n);
+
 /* malloc above alloc_fast_limit: a medium run straight from the thread's
  * page cache (no zeroing, no alignment, so no frame to keep), the rest
- * through alloc_large_slow; or, profiling, every allocation. */
+ * through alloc_large_slow; or, profiling, every allocation: a small one
+ * here, inline, while the countdown has not crossed a sample point (only
+ * while profiling does a small request come here: alloc_fast_limit is
+ * then 0, and sl_small_limit is 0 in checked mode). */
 sl_noinline void *alloc_large(size_t n)
 {
+    if (n <= sl_small_limit) {
+        if (likely(prof_count(n)))
+            return heap_alloc_small(n);
+        return alloc_prof_slow(n);
+    }
     if (unlikely(prof_on))
         return alloc_prof(n, 0, false);
     if (likely(n <= MEDIUM_MAX && !sl_checked))
@@ -146,6 +156,14 @@ static sl_noinline void *alloc_prof(size_t n, size_t align, bool zero)
     if (likely(!prof_tick(n)))
         return alloc_unsampled(n, align, zero);
     return alloc_sampled(n, align, zero, n);
+}
+
+/* A small malloc whose count crossed a sample point (alloc_large). */
+static sl_noinline void *alloc_prof_slow(size_t n)
+{
+    if (prof_tick_slow(n))
+        return alloc_sampled(n, 0, false, n);
+    return heap_alloc_small(n);
 }
 
 static void *alloc_aligned(size_t align, size_t n)
@@ -271,7 +289,7 @@ static size_t usable_checked(const void *p, const char *op)
 {
     uintptr_t e = pagemap_get((uintptr_t)p);
     if (checked_ptr(p, e))
-        return checked_usable(p);
+        return checked_usable(p, op);
     if (e & PM_BLOCK) {
         if (!block_live((uintptr_t)p) || heap_is_freed((void *)p))
             heap_bad_free(p, e, op);
@@ -304,12 +322,23 @@ static void count_realloc(enum sl_stat id)
  * 0.164 s and peak RSS 11.4 -> 16.8 MB; with this, as before. */
 #define REALLOC_RUN_MIN (SL_SMALL_MAX / 2)
 
-/* Move p (old usable bytes) to a new allocation of n bytes. */
-static void *realloc_move(void *p, size_t old, size_t n)
+/* Profiling: realloc counts the bytes it adds beyond the block's usable
+ * size (a buffer grown a byte at a time counts its length once, not the
+ * sum of its lengths), so only a realloc that leaves its block or grows
+ * it in place counts: is this one sampled? */
+static bool realloc_sampled(size_t old, size_t n)
 {
-    void *q = n > REALLOC_RUN_MIN && n <= SL_SMALL_MAX && !sl_checked ? heap_alloc_run(n, 0, NULL)
-              : unlikely(prof_on)                                  ? alloc_unsampled(n, 0, false) /* counted already */
-                                                                   : alloc(n);
+    return unlikely(prof_on) && n > old && prof_tick(n - old);
+}
+
+/* Move p (old usable bytes) to a new allocation of n bytes; sampled
+ * (realloc_sampled said so): to a sampled block. */
+static void *realloc_move(void *p, size_t old, size_t n, bool sampled)
+{
+    void *q = sampled                                                     ? alloc_sampled(n, 0, false, n - old)
+              : n > REALLOC_RUN_MIN && n <= SL_SMALL_MAX && !sl_checked ? heap_alloc_run(n, 0, NULL)
+              : unlikely(prof_on)                                        ? alloc_unsampled(n, 0, false) /* counted already */
+                                                                         : alloc(n);
     if (!q)
         return NULL; /* p stays valid */
     memcpy(q, p, old < n ? old : n);
@@ -320,22 +349,23 @@ static void *realloc_move(void *p, size_t old, size_t n)
 
 static sl_noinline void *realloc_huge_or_bad(void *p, uintptr_t e, size_t n)
 {
-    if (checked_ptr(p, e))
-        return checked_realloc(p, n);
     size_t old = usable_checked(p, "realloc"); /* aborts on a bad pointer */
+    bool sampled = realloc_sampled(old, n);
+    if (!sampled && checked_ptr(p, e))
+        return checked_realloc(p, n);
     int saved = errno;
-    if ((e & PM_HUGE) && n > HUGE_MIN) {
-        bool sampled = ((struct huge *)pagemap_region(e))->sampled;
+    if (!sampled && (e & PM_HUGE) && n > HUGE_MIN) {
+        bool was_sampled = ((struct huge *)pagemap_region(e))->sampled;
         void *q = huge_realloc(pagemap_region(e), p, n);
         if (q) {
-            if (unlikely(sampled) && q != p) /* moved by mremap: the sample goes with it */
+            if (unlikely(was_sampled) && q != p) /* moved by mremap: the sample goes with it */
                 prof_move(p, q);
             count_realloc(STAT_realloc_inplace);
             return q;
         }
         errno = saved; /* refused in place: the move may still succeed */
     }
-    return realloc_move(p, old, n);
+    return realloc_move(p, old, n, sampled);
 }
 
 /* One pagemap lookup decides: a slab object stays if n keeps its class, a
@@ -366,13 +396,15 @@ static sl_noinline void *realloc_slow(void *p, size_t n)
             count_realloc(STAT_realloc_inplace);
             return p;
         }
-        return realloc_move(p, s->size, n);
+        return realloc_move(p, s->size, n, realloc_sampled(s->size, n));
     }
-    if (n > REALLOC_RUN_MIN && n <= MEDIUM_MAX && heap_resize_run(p, n)) {
+    size_t old = (size_t)run->h.npages << SL_PAGE_SHIFT;
+    bool sampled = realloc_sampled(old, n);
+    if (!sampled && n > REALLOC_RUN_MIN && n <= MEDIUM_MAX && heap_resize_run(p, n)) {
         count_realloc(STAT_realloc_inplace);
         return p;
     }
-    return realloc_move(p, (size_t)run->h.npages << SL_PAGE_SHIFT, n);
+    return realloc_move(p, old, n, sampled);
 }
 
 /* The in-place cases inline, with no call: a live slab object that stays in
@@ -402,32 +434,7 @@ sl_inline void *realloc_plain(void *p, size_t n)
     return realloc_slow(p, n);
 }
 
-/* Profiling: realloc counts the bytes it adds (a buffer grown a byte at a
- * time counts its length once, not the sum of its lengths); sampled, it
- * moves to a sampled block; else it is the realloc of the rest of the
- * time. */
-static sl_noinline void *realloc_prof(void *p, size_t n)
-{
-    if (!p || !n)
-        return realloc_plain(p, n); /* NULL: malloc, which counts it */
-    size_t old = usable_checked(p, "realloc"); /* aborts on a bad pointer */
-    if (n <= old || !prof_tick(n - old))
-        return realloc_plain(p, n);
-    void *q = alloc_sampled(n, 0, false, n - old);
-    if (!q)
-        return NULL; /* p stays valid */
-    memcpy(q, p, old < n ? old : n);
-    sl_free(p);
-    count_realloc(STAT_realloc_move);
-    return q;
-}
-
-void *sl_realloc(void *p, size_t n)
-{
-    if (unlikely(prof_on))
-        return realloc_prof(p, n);
-    return realloc_plain(p, n);
-}
+void *sl_realloc(void *p, size_t n) { return realloc_plain(p, n); }
 
 void *sl_reallocarray(void *p, size_t n, size_t size)
 {

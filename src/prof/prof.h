@@ -36,14 +36,18 @@ extern bool prof_on sl_hidden;
 /* The per-thread countdown: bytes to the next sample point. 0 in a thread
  * that has not allocated yet (prof_tick_slow draws its first gap). */
 extern __thread int64_t prof_left sl_hidden;
-bool prof_tick_slow(size_t n);
-/* Count n bytes allocated (prof_on only): is this allocation sampled? */
-sl_inline bool prof_tick(size_t n)
+/* Count n bytes allocated (prof_on only): false if they reach the next
+ * sample point; then prof_tick_slow says whether the allocation is
+ * sampled (and draws the next point). */
+sl_inline bool prof_count(size_t n)
 {
     int64_t left = prof_left - (int64_t)n;
     prof_left = left;
-    return unlikely(left <= 0) && prof_tick_slow(n);
+    return left > 0;
 }
+bool prof_tick_slow(size_t n);
+/* Count n bytes allocated (prof_on only): is this allocation sampled? */
+sl_inline bool prof_tick(size_t n) { return unlikely(!prof_count(n)) && prof_tick_slow(n); }
 /* A bulk allocation of count objects of size bytes: the indices of the
  * objects sampled, ascending, into idx (at most cap); how many. */
 size_t prof_tick_bulk(size_t size, size_t count, size_t *idx, size_t cap);

@@ -30,6 +30,7 @@
 #include <link.h>
 
 #include "table.h"
+#include "unwind.h"
 
 #define FP_SPAN ((uintptr_t)8 << 20) /* a frame pointer chain stays within this of the stack pointer */
 
@@ -65,6 +66,7 @@ void prof_stack_init(void)
 {
     void *warm[8];
     use_unwinder = backtrace(warm, 8) > 0;
+    prof_unwind_init();
     Dl_info info;
     if (dladdr((void *)&own_segment, &info) && info.dli_fbase) {
         struct own_find f = { (uintptr_t)info.dli_fbase };
@@ -97,7 +99,10 @@ uint32_t prof_stack(uintptr_t *frames, uint32_t cap)
 {
     uintptr_t raw[PROF_DEPTH + 16];
     uint32_t want = cap + 16 < PROF_DEPTH + 16 ? cap + 16 : PROF_DEPTH + 16, n;
-    if (use_unwinder)
+    int fast = prof_unwind(raw, want);
+    if (fast >= 0)
+        n = (uint32_t)fast;
+    else if (use_unwinder)
         n = (uint32_t)backtrace((void **)raw, (int)want);
     else
         n = fp_walk(raw, want);

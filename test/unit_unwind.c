@@ -1,0 +1,136 @@
+/* unit_unwind.c — the profiler's own unwinder (src/prof/unwind.c) against
+ * glibc's backtrace(): the same return addresses for stacks of frames
+ * with and without a frame pointer (a variable-length array makes the
+ * CFA rbp-based), a 64 KiB frame, in a thread
+ * (to the thread's outermost frame), at a depth limit, and from a signal
+ * handler (a signal frame: it must give up, -1, never a wrong stack); and
+ * that the second walk of a stack finds every rule in its cache. */
+#define _GNU_SOURCE
+#include <execinfo.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../src/prof/unwind.h"
+
+static int failed;
+#define CHECK(cond, ...)                                \
+    do {                                                \
+        if (!(cond)) {                                  \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__);                        \
+            printf("\n");                               \
+            failed = 1;                                 \
+        }                                               \
+    } while (0)
+
+#define DEPTH 64
+static volatile int sink;
+
+/* Both walks from the same frame; frame 0 of each is its own call site in
+ * here, so the comparison starts at 1. mode: 0 full, 1 cap of 3. */
+static __attribute__((noinline)) void compare(const char *what, int mode, int expect_fail)
+{
+    void *bt[DEPTH];
+    uintptr_t fast[DEPTH];
+    int nb = backtrace(bt, DEPTH);
+    int nf = prof_unwind(fast, mode ? 3 : DEPTH);
+    if (expect_fail) {
+        if (nf >= 0) /* allowed only if it is right */
+            CHECK(nf == nb, "%s: %d frames, backtrace %d", what, nf, nb);
+        for (int i = 1; i < nf && i < nb; i++)
+            CHECK(fast[i] == (uintptr_t)bt[i], "%s: frame %d %#lx, backtrace %p", what, i, (unsigned long)fast[i], bt[i]);
+        return;
+    }
+    if (mode) {
+        CHECK(nf == 3, "%s: cap 3 gave %d", what, nf);
+        nb = 3;
+    } else {
+        CHECK(nf == nb, "%s: %d frames, backtrace %d", what, nf, nb);
+    }
+    for (int i = 1; i < nf && i < nb; i++)
+        CHECK(fast[i] == (uintptr_t)bt[i], "%s: frame %d %#lx, backtrace %p", what, i, (unsigned long)fast[i], bt[i]);
+    sink++;
+}
+
+static __attribute__((noinline)) void leaf_plain(const char *what, int mode) { compare(what, mode, 0); sink++; }
+
+static __attribute__((noinline)) void leaf_vla(const char *what, int n) /* CFA from rbp */
+{
+    volatile char buf[n];
+    buf[0] = 1;
+    compare(what, 0, 0);
+    sink += buf[0];
+}
+
+static __attribute__((noinline)) void leaf_big(const char *what) /* a 64 KiB frame (its offset packed whole) */
+{
+    volatile char buf[65536];
+    buf[0] = 1;
+    compare(what, 0, 0);
+    sink += buf[100];
+}
+
+static __attribute__((noinline)) void recurse(int depth, void (*at_bottom)(void))
+{
+    if (depth)
+        recurse(depth - 1, at_bottom);
+    else
+        at_bottom();
+    sink++;
+}
+
+static void bottom_plain(void) { leaf_plain("recursion", 0); }
+static void bottom_vla(void) { leaf_vla("vla", 40 + sink % 7); }
+static void bottom_big(void) { leaf_big("big frame"); }
+static void bottom_cap(void) { leaf_plain("cap", 1); }
+
+static void *thread_main(void *arg)
+{
+    (void)arg;
+    recurse(5, bottom_plain);
+    recurse(3, bottom_vla);
+    return NULL;
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    compare("signal handler", 0, 1);
+}
+
+int main(void)
+{
+    void *warm[4];
+    backtrace(warm, 4); /* loads libgcc_s */
+    prof_unwind_init();
+    uintptr_t probe[4];
+    if (prof_unwind(probe, 4) < 0) {
+        printf("unit_unwind: no _dl_find_object here (glibc < 2.35 or not x86-64): the full unwinder is used; skipped\n");
+        return 0;
+    }
+    uint64_t h[3], m[3];
+    for (volatile int i = 0; i < 2; i++) { /* the same stack twice (volatile: one call site, not unrolled) */
+        prof_unwind_counts(&h[i], &m[i]);
+        recurse(10, bottom_plain);
+    }
+    prof_unwind_counts(&h[2], &m[2]);
+    CHECK(m[1] > m[0], "the first walk found everything in the cache");
+    CHECK(m[2] == m[1], "a second walk of the same stack worked out %lu rules again", (unsigned long)(m[2] - m[1]));
+    CHECK(h[2] - h[1] >= 12, "a second walk found only %lu rules in the cache", (unsigned long)(h[2] - h[1]));
+    recurse(2, bottom_vla);
+    recurse(1, bottom_big);
+    recurse(20, bottom_cap);
+
+    pthread_t t;
+    pthread_create(&t, NULL, thread_main, NULL);
+    pthread_join(t, NULL);
+
+    signal(SIGUSR1, on_signal);
+    raise(SIGUSR1);
+
+    printf(failed ? "unit_unwind: FAILED\n" : "unit_unwind: all passed\n");
+    return failed;
+}
