@@ -1,20 +1,19 @@
 /* stack.c — stack capture for the profile's samples.
  *
- * Two ways, both allocation-free once warmed:
- *   - the unwinder (glibc's backtrace(), over libgcc_s's
- *     _Unwind_Backtrace, which reads the DWARF call frame information:
- *     right without frame pointers). backtrace loads libgcc_s on its
- *     first call, with malloc: prof_stack_init calls it once from the
- *     library's constructor, before any sample. With glibc 2.35 and GCC 12
- *     on, the unwinder finds a frame's tables with _dl_find_object, no
- *     loader lock; before, it takes the loader's lock, which a malloc
- *     inside dlopen holds already (a recursive lock: no deadlock).
- *   - frame pointers, where the unwinder could not be loaded (a static
- *     program without libgcc_eh): the rbp chain, each frame pointer
- *     checked to lie above the last one, within 8 MiB of the stack
- *     pointer and aligned, so a chain through code built without frame
- *     pointers ends instead of faulting.
- * Both stop at PROF_DEPTH frames (table.h).
+ * Three ways, each allocation-free once warmed, the first that can run:
+ *   - sluice's own unwinder (unwind.c): the call frame information, each
+ *     return address's rule cached; x86-64 with glibc 2.35 or later. Then
+ *     libgcc_s is never loaded (its pages and the loader's cost ~400 KiB
+ *     of resident memory).
+ *   - glibc's backtrace(), over libgcc_s's _Unwind_Backtrace. backtrace
+ *     loads libgcc_s on its first call, with malloc: prof_stack_init
+ *     calls it once from the library's constructor, before any sample.
+ *   - frame pointers, where neither could be loaded (a static program
+ *     without libgcc_eh): the rbp chain, each frame pointer checked to
+ *     lie above the last one, within 8 MiB of the stack pointer and
+ *     aligned, so a chain through code built without frame pointers ends
+ *     instead of faulting.
+ * Each stops at PROF_DEPTH frames (table.h).
  *
  * Sluice's own frames (the sampling path, the malloc entry point) are left
  * out: in the shared library they are the addresses of its own executable
@@ -64,9 +63,12 @@ static int own_segment(struct dl_phdr_info *info, size_t size, void *arg)
 
 void prof_stack_init(void)
 {
-    void *warm[8];
-    use_unwinder = backtrace(warm, 8) > 0;
     prof_unwind_init();
+    uintptr_t probe[1];
+    if (prof_unwind(probe, 1) < 0) { /* glibc's then: loaded now, as it allocates on its first use */
+        void *warm[8];
+        use_unwinder = backtrace(warm, 8) > 0;
+    }
     Dl_info info;
     if (dladdr((void *)&own_segment, &info) && info.dli_fbase) {
         struct own_find f = { (uintptr_t)info.dli_fbase };
@@ -99,9 +101,9 @@ uint32_t prof_stack(uintptr_t *frames, uint32_t cap)
 {
     uintptr_t raw[PROF_DEPTH + 16];
     uint32_t want = cap + 16 < PROF_DEPTH + 16 ? cap + 16 : PROF_DEPTH + 16, n;
-    int fast = prof_unwind(raw, want);
-    if (fast >= 0)
-        n = (uint32_t)fast;
+    int own = prof_unwind(raw, want);
+    if (own >= 0)
+        n = (uint32_t)own;
     else if (use_unwinder)
         n = (uint32_t)backtrace((void **)raw, (int)want);
     else

@@ -14,11 +14,17 @@
  * rule packed together: a reader sees a whole entry or another one, never
  * half of one; two threads filling one slot leave one right entry.
  *
- * Whatever it does not follow (a CFA from another register or from an
- * expression, as in signal trampolines and stack-realigning prologues; a
- * signal frame; a 64-bit .eh_frame; a pointer encoding it does not read;
- * code without tables) fails the whole capture (-1), and the caller asks
- * the full unwinder: never a wrong stack, at worst the old cost.
+ * A signal handler's return address is glibc's trampoline (__restore_rt):
+ * recognised by its code, as libgcc does, the interrupted code's
+ * registers are read from the ucontext the kernel left at the handler's
+ * CFA, and the walk goes on from there.
+ *
+ * Where a frame's rule is beyond it (a CFA from another register or an
+ * expression, as in stack-realigning prologues; a 64-bit .eh_frame; a
+ * pointer encoding it does not read; code without tables), the stack
+ * ends there: never a wrong frame, at worst a shorter stack. -1 only
+ * where it cannot run at all (not x86-64, or no _dl_find_object): the
+ * caller then asks glibc's backtrace().
  *
  * Invariant: a cached rule is the rule at exactly its key's pc.
  */
@@ -27,6 +33,7 @@
 
 #include <dlfcn.h>
 #include <string.h>
+#include <ucontext.h>
 
 #if defined(__x86_64__) && defined(DLFO_STRUCT_HAS_EH_DBASE)
 
@@ -424,6 +431,15 @@ void prof_unwind_init(void)
     memcpy(&find_object, &f, sizeof f);
 }
 
+/* Is pc glibc's signal trampoline (__restore_rt: mov $15, %rax;
+ * syscall), the return address the kernel gives a signal handler? Its
+ * caller's registers are then in the ucontext at the handler's CFA. */
+static bool sigreturn_at(uintptr_t pc)
+{
+    static const uint8_t code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+    return !memcmp((const void *)pc, code, sizeof code);
+}
+
 sl_noinline int prof_unwind(uintptr_t *frames, uint32_t cap)
 {
     if (!find_object)
@@ -435,12 +451,12 @@ sl_noinline int prof_unwind(uintptr_t *frames, uint32_t cap)
     while (n < cap) {
         struct rule r;
         if (!rule_at(lookup, &r))
-            return -1;
+            break; /* beyond us: the stack so far */
         if (r.ra.how == UNDEF)
             break; /* the outermost frame */
         uintptr_t cfa = (r.cfa_reg == REG_SP ? sp : bp) + (uintptr_t)r.cfa_off;
         if (cfa <= sp || cfa - top > SPAN || cfa & 7)
-            return -1;
+            break;
         uintptr_t ra = *(const uintptr_t *)(cfa - 8);
         if (r.bp.how == AT)
             bp = *(const uintptr_t *)(cfa + (uintptr_t)r.bp.off);
@@ -449,6 +465,17 @@ sl_noinline int prof_unwind(uintptr_t *frames, uint32_t cap)
             break;
         frames[n++] = ra;
         lookup = ra - 1; /* in the call instruction */
+        if (sigreturn_at(ra)) { /* a signal handler's frame: on to the interrupted code */
+            const mcontext_t *m = &((const ucontext_t *)cfa)->uc_mcontext;
+            uintptr_t ip = (uintptr_t)m->gregs[REG_RIP];
+            sp = (uintptr_t)m->gregs[REG_RSP];
+            bp = (uintptr_t)m->gregs[REG_RBP];
+            if (n == cap || !ip)
+                break;
+            frames[n++] = ip;
+            lookup = ip; /* the interrupted instruction itself */
+            top = sp < top ? sp : top; /* on the thread's stack, below an alternate signal stack or above */
+        }
     }
     return (int)n;
 }

@@ -8,10 +8,10 @@
 /* At start (the library's constructor): find _dl_find_object. */
 void prof_unwind_init(void);
 /* The return addresses of the caller's stack, innermost first (the first
- * is in prof_unwind's caller): how many, at most cap; or -1 if a frame's
- * rules were beyond this unwinder (no tables for the code, a rule it does
- * not follow, a signal frame) or it is not built for this machine: then
- * the caller asks the full unwinder. Allocates nothing, takes no lock. */
+ * is in prof_unwind's caller): how many, at most cap; a frame whose rules
+ * are beyond this unwinder ends the stack there (unwind.c). -1 if it
+ * cannot run here (not x86-64, or a glibc before 2.35): then the caller
+ * asks the full unwinder. Allocates nothing, takes no lock. */
 int prof_unwind(uintptr_t *frames, uint32_t cap);
 
 /* The cache's counts since the start (for the unit test): frames whose
