@@ -30,6 +30,14 @@ for env in "SLUICE_LEAKS=1" "SLUICE_CHECK=1"; do
     grep -A3 "^sluice: leak #3: 320 bytes in 5 objects (5 samples) of object cache 'leaky_cache'" "$dir/leaks" |
         grep -q leak_cache || fail "third site is not leak_cache's 5 objects of leaky_cache"
 done
+# a buffer grown by realloc, every growth sampled: one site, its last size,
+# and growths in place (a sampled growth must not move a block that can grow)
+SLUICE_LEAKS=1 SLUICE_PROF_SAMPLE=1 "$prog" grow > "$dir/grow" 2> "$dir/leaks" || fail "grow run exited $?"
+cat "$dir/grow"; head -8 "$dir/leaks"
+grep -q "leak report: 1000000 bytes in 1 objects still allocated at exit, from 1 site$" "$dir/leaks" ||
+    fail "the grown buffer's leak is not its last size at one site"
+grep -A2 "^sluice: leak #1: 1000000 bytes in 1 objects" "$dir/leaks" | grep -q leak_grow || fail "the site is not leak_grow"
+[ "$(sed -n 's/^in place: //p' "$dir/grow")" -gt 0 ] || fail "no sampled growth stayed in place"
 SLUICE_LEAKS=1 "$prog" leak 2> "$dir/leaks" || fail "sampled leak run exited $?"
 if grep -q "leak report" "$dir/leaks"; then
     grep -q "sampled, one sample per 524288 bytes allocated on average: the figures are estimates" "$dir/leaks" ||

@@ -12,8 +12,16 @@
  *            leak_malloc 10 x 1000 bytes, leak_calloc 3 x 100000 bytes,
  *            leak_cache 5 objects of cache "leaky_cache" (64 bytes);
  *            what else it allocates it frees
+ *   grow     a page run grown by realloc from 40,000 to 1,000,000 bytes,
+ *            every growth past its pages sampled (SLUICE_PROF_SAMPLE=1),
+ *            and leaked by leak_grow: the report has its last size at
+ *            one site, and the
+ *            growths stayed in place where the memory allowed (a sampled
+ *            growth takes its block's sample anew, it does not move);
+ *            prints "in place: N" of its reallocs
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +174,37 @@ static void run_leak(void)
     sl_cache_free(c, v);
 }
 
+static uint64_t stat_now(const char *name)
+{
+    uint64_t v = 0;
+    size_t len = sizeof v;
+    if (sl_ctl(name, &v, &len, NULL, 0))
+        exit(3);
+    return v;
+}
+
+static __attribute__((noinline)) void leak_grow(void)
+{
+    size_t n = 40000;
+    char *p = malloc(n);
+    memset(p, 1, n);
+    while (n < 1000000) { /* each step past the run's pages (n > 16 KiB) */
+        n = n + n / 4 < 1000000 ? n + n / 4 : 1000000;
+        p = realloc(p, n);
+        if (!p)
+            exit(4);
+        p[n - 1] = 1;
+    }
+    keep[0] = p;
+}
+
+static void run_grow(void)
+{
+    uint64_t before = stat_now("stat.realloc_inplace");
+    leak_grow();
+    dprintf(1, "in place: %llu\n", (unsigned long long)(stat_now("stat.realloc_inplace") - before)); /* stdio's buffer would be a leak */
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "malloc";
@@ -175,6 +214,8 @@ int main(int argc, char **argv)
         run_cache();
     else if (!strcmp(mode, "leak"))
         run_leak();
+    else if (!strcmp(mode, "grow"))
+        run_grow();
     else
         return 2;
     return 0;

@@ -11,8 +11,9 @@
  * up (alloc_sampled): a page run marked run.sampled (even for a small
  * request: a slab object's free checks no mark), a huge mapping marked
  * huge.sampled, or checked mode's block (checked_free asks). realloc
- * counts its new size the same way; a block resized in place keeps its
- * sample as it was taken.
+ * counts the bytes it adds past its block's usable size; a growth that
+ * crosses a sample point moves a slab object to a sampled block, and
+ * takes a run's or a mapping's sample anew where it grows in place.
  * Where the standard leaves a choice we do what glibc does: realloc(p, 0)
  * frees and returns NULL; malloc(0) returns a unique pointer; memalign
  * rounds a non-power-of-two alignment up; every pointer is 16-byte aligned.
@@ -331,6 +332,16 @@ static bool realloc_sampled(size_t old, size_t n)
     return unlikely(prof_on) && n > old && prof_tick(n - old);
 }
 
+/* A block grown in place by a sampled realloc (realloc_sampled): its
+ * sample is taken anew, at its new size; mark: its sampled flag. */
+static void realloc_resample(bool *mark, void *p, size_t n, size_t counted)
+{
+    if (*mark)
+        prof_free(p);
+    *mark = true;
+    prof_record(p, n, counted, 0, NULL);
+}
+
 /* Move p (old usable bytes) to a new allocation of n bytes; sampled
  * (realloc_sampled said so): to a sampled block. */
 static void *realloc_move(void *p, size_t old, size_t n, bool sampled)
@@ -354,12 +365,14 @@ static sl_noinline void *realloc_huge_or_bad(void *p, uintptr_t e, size_t n)
     if (!sampled && checked_ptr(p, e))
         return checked_realloc(p, n);
     int saved = errno;
-    if (!sampled && (e & PM_HUGE) && n > HUGE_MIN) {
+    if (!checked_ptr(p, e) && (e & PM_HUGE) && n > HUGE_MIN) {
         bool was_sampled = ((struct huge *)pagemap_region(e))->sampled;
         void *q = huge_realloc(pagemap_region(e), p, n);
         if (q) {
             if (unlikely(was_sampled) && q != p) /* moved by mremap: the sample goes with it */
                 prof_move(p, q);
+            if (unlikely(sampled))
+                realloc_resample(&((struct huge *)pagemap_region(pagemap_get((uintptr_t)q)))->sampled, q, n, n - old);
             count_realloc(STAT_realloc_inplace);
             return q;
         }
@@ -400,7 +413,9 @@ static sl_noinline void *realloc_slow(void *p, size_t n)
     }
     size_t old = (size_t)run->h.npages << SL_PAGE_SHIFT;
     bool sampled = realloc_sampled(old, n);
-    if (!sampled && n > REALLOC_RUN_MIN && n <= MEDIUM_MAX && heap_resize_run(p, n)) {
+    if (n > REALLOC_RUN_MIN && n <= MEDIUM_MAX && heap_resize_run(p, n)) {
+        if (unlikely(sampled))
+            realloc_resample(&run->run.sampled, p, n, n - old);
         count_realloc(STAT_realloc_inplace);
         return p;
     }
