@@ -7,8 +7,8 @@
  * return address is saved at CFA - 8 (or is undefined: the outermost
  * frame), and whether rbp is saved and where. The first time a pc is
  * seen, its rule is worked out: the module's unwind tables are found with
- * _dl_find_object (glibc 2.35; no lock, no allocation, looked up once
- * with dlsym), the FDE in .eh_frame_hdr's sorted table, and the CIE's and
+ * _dl_find_object (glibc 2.35; no lock, no allocation; a weak
+ * reference), the FDE in .eh_frame_hdr's sorted table, and the CIE's and
  * FDE's instructions run up to the pc. Then the rule is kept in a
  * two-way cache whose entries are one word each, the pc and the
  * rule packed together: a reader sees a whole entry or another one, never
@@ -425,11 +425,13 @@ static bool rule_at(uintptr_t pc, struct rule *r)
     return true;
 }
 
-void prof_unwind_init(void)
-{
-    void *f = dlsym(RTLD_DEFAULT, "_dl_find_object");
-    memcpy(&find_object, &f, sizeof f);
-}
+/* Weak: a glibc without it leaves it null (and this unwinder off).
+ * Not dlsym: its first call pulls 64 KiB of libc's code into memory.
+ * (A build on glibc 2.35 or later runs on those: it needs GLIBC_2.34
+ * already; on an older one the header lacks it and this file is off.) */
+#pragma weak _dl_find_object
+
+void prof_unwind_init(void) { find_object = _dl_find_object; }
 
 /* Is pc glibc's signal trampoline (__restore_rt: mov $15, %rax;
  * syscall), the return address the kernel gives a signal handler? Its
