@@ -42,7 +42,7 @@ run: all
 test: all build-debug/build.ninja build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja
 	cd $(BUILD) && ctest --output-on-failure
 	cmake --build build-debug
-	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|sluice_run|sluice_top|valgrind|man_pages|install|rust_package|stats_json)$$'
+	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|sluice_run|sluice_top|sluice_profile|valgrind|man_pages|install|rust_package|stats_json)$$'
 	cmake --build build-ubsan
 	cd build-ubsan && ctest --output-on-failure
 	cmake --build build-tsan

@@ -2,6 +2,7 @@
 """sluice — run a program under the sluice allocator and watch its memory.
 
   sluice run [--interval MS] [--json FILE] [--plot FILE.png]
+             [--profile DIR] [--flame FILE.svg]
              [--compare glibc,jemalloc,tcmalloc,mimalloc] -- PROGRAM [ARGS...]
   sluice top [--once] [--interval S] [--file FILE] PID
 
@@ -19,6 +20,15 @@ or one that never loaded the library); --json writes every sample, every
 process and the final statistics, --plot draws the timeline (with the first
 Python found that has matplotlib), --compare runs the same command under
 other allocators and overlays them.
+
+--profile DIR samples the program's allocations (SLUICE_PROF, one sample
+per 512 KiB allocated on average) and writes each process's heap profiles
+there: heap.PID.prof of what was live at its exit and heap.PID.prof.N at
+each new high of its live bytes (SLUICE_PROF_GDUMP), the last of them its
+peak; `go tool pprof` reads them. The summary then lists the sites that
+held the most live memory at the peak and at the end, all processes
+merged. --flame FILE.svg draws the live bytes at the peak as a flame graph
+(with --profile's files, or a temporary folder's).
 
 SIGINT and SIGTERM sent to this command go to every process of the program
 (a terminal's ^C reaches them itself); it then waits up to 5 s for the
@@ -43,6 +53,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIB = os.path.normpath(os.path.join(HERE, "@SL_LIB_REL@"))  # set by CMake
 PLOT = os.path.normpath(os.path.join(HERE, "@SL_PLOT_REL@"))  # tools/sluice_plot.py
+PROF_FILES = "heap.%p.prof"  # in --profile's folder; the numbered ones beside them
 PEER_DIR = "/usr/lib/x86_64-linux-gnu"
 PEERS = {
     "glibc": None,
@@ -427,11 +438,15 @@ def signal_all(watch, sig):
             pass
 
 
-def run_one(argv, lib, interval, publish_dir, progress, foreign):
-    """Run argv with lib preloaded (None: glibc); sample until it exits. The
-    caller has blocked SIGINT and SIGTERM: they are waited for here."""
+def run_one(argv, lib, interval, publish_dir, progress, foreign, prof_dir=None):
+    """Run argv with lib preloaded (None: glibc); sample until it exits;
+    prof_dir: the folder of its heap profiles (sluice only). The caller has
+    blocked SIGINT and SIGTERM: they are waited for here."""
     env = dict(os.environ)
     env.pop("SLUICE_PUBLISH", None)
+    if prof_dir:
+        env["SLUICE_PROF"] = os.path.join(prof_dir, PROF_FILES)
+        env["SLUICE_PROF_GDUMP"] = "1"
     if lib:
         env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     if publish_dir:
@@ -585,6 +600,60 @@ def warnings(run):
             yield f"sluice: process {p['pid']} ({what[:60]}) was not watched: {p['not_watched']}"
 
 
+# ---- the heap profiles (tools/sluice_prof.py, beside the plot script) ----------
+
+def profile_files(prof_dir):
+    """{pid: (the profile at exit or None, the last new high's or None)}."""
+    found = {}
+    for f in os.listdir(prof_dir):
+        parts = f.split(".")  # heap, PID, prof[, N]
+        if len(parts) not in (3, 4) or parts[0] != "heap" or parts[2] != "prof" or not parts[1].isdigit():
+            continue
+        if len(parts) == 4 and not parts[3].isdigit():
+            continue
+        end, high = found.get(int(parts[1]), (None, None))
+        path = os.path.join(prof_dir, f)
+        if len(parts) == 3:
+            end = path
+        elif high is None or int(parts[3]) > int(high.rsplit(".", 1)[1]):
+            high = path
+        found[int(parts[1])] = (end, high)
+    return found
+
+
+def profile_report(prof_dir, flame, argv, kept=True):
+    """The summary's lines on the heap profiles; draws --flame. kept: the
+    folder is --profile's (else a temporary one, not named)."""
+    sys.path.insert(0, os.path.dirname(PLOT))
+    import sluice_prof
+    found = profile_files(prof_dir)
+    if not found:
+        yield "sluice: no heap profile was written (no process loaded the library, or none ended)"
+        return
+    ends, peaks = [], []
+    for pid, (end, high) in sorted(found.items()):
+        try:
+            if end:
+                ends.append(sluice_prof.Profile(end))
+            if high or end:
+                peaks.append(sluice_prof.Profile(high or end))
+        except (OSError, ValueError, IndexError) as e:
+            yield f"sluice: a heap profile of process {pid} could not be read: {e}"
+    names = sluice_prof.name_frames(ends + peaks)
+    n = f"{len(found)} process" + ("es" if len(found) > 1 else "")
+    yield (f"heap profiles: {prof_dir + ', ' if kept else ''}{n}; sampled, one sample per 512 KiB allocated on"
+           " average" + ("; `go tool pprof` reads them" if kept else ""))
+    for what, profs in (("at the peak (each process's last new high)", peaks), ("at the end", ends)):
+        top, total = sluice_prof.top_sites(profs, names, "inuse_space")
+        yield f"  live memory {what}: {mib(total)}"
+        for v, share, where in top:
+            yield f"    {mib(v):>12} {100 * share:4.0f}%  {where[:150]}"
+    if flame:
+        title = f"live bytes at the peak: {shlex.join(argv)[:120]}"
+        total = sluice_prof.flame_svg(peaks, names, "inuse_space", flame, title)
+        yield f"  flame graph of the live bytes at the peak ({mib(total)}): {flame}"
+
+
 # ---- the plot (tools/sluice_plot.py, run by a Python that has matplotlib) --------
 
 def plot(python, json_path, png):
@@ -618,9 +687,16 @@ def cmd_run(args):
     reason = unwatchable(program)
     if reason:
         fail(f"{program} is {reason}", 2)
-    for path, option in ((args.json, "--json"), (args.plot, "--plot")):
+    for path, option in ((args.json, "--json"), (args.plot, "--plot"), (args.flame, "--flame")):
         if path:
             check_writable(path, option)
+    if args.profile:
+        try:
+            os.makedirs(args.profile, exist_ok=True)
+        except OSError as e:
+            fail(f"--profile {args.profile}: {e.strerror}", 2)
+        if not os.access(args.profile, os.W_OK | os.X_OK):
+            fail(f"--profile {args.profile}: not a folder this user can write", 2)
     python = None
     if args.plot:
         if not os.path.exists(PLOT):
@@ -656,6 +732,9 @@ def cmd_run(args):
 
 def run_all(args, argv, plan, interval, folder, python):
     runs, foreign, got = {}, set(), None
+    prof_dir = args.profile or (os.path.join(folder, "prof") if args.flame else None)
+    if prof_dir and not args.profile:
+        os.mkdir(prof_dir)
     tty = len(plan) > 1 and sys.stderr.isatty()
     for i, (name, lib) in enumerate(plan):
         def progress(elapsed, i=i, name=name):
@@ -665,7 +744,8 @@ def run_all(args, argv, plan, interval, folder, python):
         if publish:
             os.mkdir(publish)
         try:
-            runs[name], got = run_one(argv, lib, interval, publish, tty and progress, foreign)
+            runs[name], got = run_one(argv, lib, interval, publish, tty and progress, foreign,
+                                      prof_dir if name == "sluice" else None)
         finally:
             if tty:
                 print("\r\033[K", end="", file=sys.stderr, flush=True)
@@ -676,6 +756,9 @@ def run_all(args, argv, plan, interval, folder, python):
         print(summary(name, run, interval, name == "sluice"), file=sys.stderr)
     for line in warnings(runs["sluice"]):
         print(line, file=sys.stderr)
+    if prof_dir:
+        for line in profile_report(prof_dir, args.flame, argv, kept=bool(args.profile)):
+            print(line, file=sys.stderr)
     data = {"command": argv, "interval_ms": args.interval, "runs": runs}
     json_path = args.json or os.path.join(folder, "run.json")
     if args.json or args.plot:
@@ -772,6 +855,9 @@ def main(argv):
     r.add_argument("--plot", metavar="FILE.png",
                    help="draw the timeline (with the first Python found that has matplotlib)")
     r.add_argument("--compare", metavar="A,B", help="also run under glibc, jemalloc, tcmalloc, mimalloc")
+    r.add_argument("--profile", metavar="DIR",
+                   help="write sampled heap profiles (pprof's format) there; list the top sites at the peak and end")
+    r.add_argument("--flame", metavar="FILE.svg", help="draw a flame graph of the live bytes at the peak")
     r.add_argument("program", nargs=argparse.REMAINDER, help="-- program args...")
     t = sub.add_parser("top", help="a running program's object caches, like slabtop")
     t.add_argument("pid", type=int, help="the process (it must publish: SLUICE_PUBLISH)")
