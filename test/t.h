@@ -35,6 +35,19 @@ static int t_pass, t_fail;
         }                                                                                           \
     } while (0)
 
+/* CHECK with a message: printf's format and arguments after the condition */
+#define CHECK_MSG(cond, ...)                                                \
+    do {                                                                    \
+        if (cond)                                                           \
+            t_pass++;                                                       \
+        else {                                                              \
+            t_fail++;                                                       \
+            fprintf(stderr, "%s:%d: check failed: ", __FILE__, __LINE__);   \
+            fprintf(stderr, __VA_ARGS__);                                   \
+            fprintf(stderr, "\n");                                          \
+        }                                                                   \
+    } while (0)
+
 static inline int t_done(const char *name)
 {
     printf("%s: %d passed, %d failed\n", name, t_pass, t_fail);

@@ -13,18 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "t.h"
 #include "../src/prof/unwind.h"
 
-static int failed;
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-            failed = 1;                                 \
-        }                                               \
-    } while (0)
 
 #define DEPTH 64
 static volatile int sink;
@@ -39,9 +30,9 @@ static __attribute__((noinline)) void compare(const char *what, int cap)
     int n = prof_unwind(own, (uint32_t)cap);
     if (nb > cap)
         nb = cap;
-    CHECK(n == nb, "%s: %d frames, backtrace %d", what, n, nb);
+    CHECK_MSG(n == nb, "%s: %d frames, backtrace %d", what, n, nb);
     for (int i = 1; i < n && i < nb; i++)
-        CHECK(own[i] == (uintptr_t)bt[i], "%s: frame %d %#lx, backtrace %p", what, i, (unsigned long)own[i], bt[i]);
+        CHECK_MSG(own[i] == (uintptr_t)bt[i], "%s: frame %d %#lx, backtrace %p", what, i, (unsigned long)own[i], bt[i]);
     sink++;
 }
 
@@ -107,9 +98,9 @@ int main(void)
         recurse(10, bottom_plain);
     }
     prof_unwind_counts(&h[2], &m[2]);
-    CHECK(m[1] > m[0], "the first walk found everything in the cache");
-    CHECK(m[2] == m[1], "a second walk of the same stack worked out %lu rules again", (unsigned long)(m[2] - m[1]));
-    CHECK(h[2] - h[1] >= 12, "a second walk found only %lu rules in the cache", (unsigned long)(h[2] - h[1]));
+    CHECK_MSG(m[1] > m[0], "the first walk found everything in the cache");
+    CHECK_MSG(m[2] == m[1], "a second walk of the same stack worked out %lu rules again", (unsigned long)(m[2] - m[1]));
+    CHECK_MSG(h[2] - h[1] >= 12, "a second walk found only %lu rules in the cache", (unsigned long)(h[2] - h[1]));
     recurse(2, bottom_vla);
     recurse(1, bottom_big);
     recurse(20, bottom_cap);
@@ -121,6 +112,5 @@ int main(void)
     signal(SIGUSR1, on_signal);
     raise(SIGUSR1);
 
-    printf(failed ? "unit_unwind: FAILED\n" : "unit_unwind: all passed\n");
-    return failed;
+    return t_done("unit_unwind");
 }
