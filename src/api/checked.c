@@ -89,22 +89,13 @@ void checked_init(void)
 
 sl_lock *checked_fork_lock(void) { return &quarantine_lock; }
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 31;
-    x *= 0x7fb5d329728ea185ull;
-    x ^= x >> 27;
-    x *= 0x81dadef4bc2dd44dull;
-    return x ^ (x >> 33);
-}
-
-static uint8_t canary(uintptr_t a) { return (uint8_t)(mix((a >> 3) ^ secret) >> (8 * (a & 7))) | 1; }
+static uint8_t canary(uintptr_t a) { return (uint8_t)(mix64((a >> 3) ^ secret) >> (8 * (a & 7))) | 1; }
 
 static struct chk_hdr *hdr_of(uint8_t *p) { return (struct chk_hdr *)(p - FRONT); }
-static uint64_t spare_of(uint8_t *p) { return mix((uintptr_t)p ^ secret ^ 0x5a5a5a5a5a5a5a5aull); }
+static uint64_t spare_of(uint8_t *p) { return mix64((uintptr_t)p ^ secret ^ 0x5a5a5a5a5a5a5a5aull); }
 static uint64_t hdr_check(const struct chk_hdr *h, uint8_t *p)
 {
-    return mix(h->size ^ mix((uint64_t)h->offset << 32 ^ h->state ^ mix((uintptr_t)p ^ secret ^ h->spare)));
+    return mix64(h->size ^ mix64((uint64_t)h->offset << 32 ^ h->state ^ mix64((uintptr_t)p ^ secret ^ h->spare)));
 }
 
 static void fill_canary(uint8_t *from, uint8_t *to)

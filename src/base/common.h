@@ -76,6 +76,16 @@ sl_inline void cpu_relax(void)
 sl_inline uintptr_t align_down(uintptr_t x, uintptr_t a) { return x & ~(a - 1); }
 sl_inline uintptr_t align_up(uintptr_t x, uintptr_t a) { return (x + a - 1) & ~(a - 1); }
 sl_inline bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
+/* A 64-bit mix (murmur3's finaliser): every input bit moves every output
+ * bit; for hash tables and the checked mode's canaries. */
+sl_inline uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
 sl_inline unsigned log2_floor(size_t x) { return 63u - (unsigned)__builtin_clzl(x); }
 sl_inline unsigned log2_ceil(size_t x) { return x <= 1 ? 0 : log2_floor(x - 1) + 1; }
 /* Bits set in x, inline: the baseline x86-64 has no popcnt instruction, and

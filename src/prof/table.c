@@ -29,20 +29,11 @@ sl_lock *prof_fork_lock(void) { return &prof_lock; }
 void prof_lock_take(void) { lock_acquire(&prof_lock); }
 void prof_lock_drop(void) { lock_release(&prof_lock); }
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-}
-
 static uint64_t stack_hash(const uintptr_t *frames, uint32_t n, unsigned cache_id)
 {
-    uint64_t h = mix(cache_id + 0x9e3779b97f4a7c15ull * (n + 1));
+    uint64_t h = mix64(cache_id + 0x9e3779b97f4a7c15ull * (n + 1));
     for (uint32_t i = 0; i < n; i++)
-        h = mix(h ^ frames[i]);
+        h = mix64(h ^ frames[i]);
     return h;
 }
 
@@ -70,7 +61,7 @@ static struct prof_site *site_get(const uintptr_t *frames, uint32_t n, unsigned 
     return s;
 }
 
-static size_t slot_of(uintptr_t p) { return (size_t)mix(p) & (cap - 1); }
+static size_t slot_of(uintptr_t p) { return (size_t)mix64(p) & (cap - 1); }
 
 /* The slot holding p, or the empty slot where it would go. */
 static struct prof_block *find(uintptr_t p)
