@@ -141,6 +141,18 @@ struct heap {
     uint16_t mag_burst[SL_NCLASSES];     /* owner: frees past the full magazine in a row
                                           * with no malloc between (mag_grow) */
     uint32_t mag_seen[SL_NCLASSES];      /* owner: counts.alloc[class] at the last of them */
+    /* What a thread's exit and a drain visit (heaps.c heap_reclaim,
+     * heap_mag_flush): the cache ids and magazines h may hold something
+     * in, instead of all SL_NIDS ids and SL_NCLASSES magazines. Written on
+     * slow paths only, never by malloc's and free's fast paths. */
+    uint64_t ids_held[SL_NIDS / 64];     /* owner (heaps_lock for an orphan): bit id set before
+                                          * h's current slab, partial list or (user cache)
+                                          * full list of id gets a slab (heap_hold_id), and
+                                          * cleared by heap_reclaim only when all three are
+                                          * empty; a FULL malloc slab is on no list and
+                                          * comes back through partial_push */
+    uint64_t mags_held[(SL_NCLASSES + 63) / 64]; /* owner: bit c set while magazine c is
+                                          * laid out (mag_layout), clear while it is idle */
     struct heap_counts counts;           /* owner writes (heap_empty's: any thread, atomic
                                           * adds), anyone reads */
 };

@@ -60,6 +60,7 @@ void heap_mag_flush_class(struct heap *h, unsigned cls)
 {
     void **top = h->mag_top[cls];
     mag_set(h, cls, MAG_IDLE);
+    h->mags_held[cls / 64] &= ~((uint64_t)1 << (cls % 64));
     for (; *top; top++) {
         void *p = *top; /* keeps the cookie: free, on its slab (free_state.c) */
         bitmap_clear_owner((uintptr_t)p);
@@ -67,10 +68,13 @@ void heap_mag_flush_class(struct heap *h, unsigned cls)
     }
 }
 
+/* Only the magazines laid out (mags_held): a thread's exit visits the
+ * classes it freed, not all SL_NCLASSES. */
 void heap_mag_flush(struct heap *h)
 {
-    for (unsigned c = 0; c < SL_NCLASSES; c++)
-        heap_mag_flush_class(h, c);
+    for (unsigned w = 0; w < sizeof h->mags_held / sizeof h->mags_held[0]; w++)
+        while (h->mags_held[w])
+            heap_mag_flush_class(h, w * 64 + (unsigned)__builtin_ctzll(h->mags_held[w]));
 }
 
 /* A free of p, a malloc-class object start, by a thread that does not own
