@@ -362,11 +362,13 @@ sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, void **l
  * the objects' live bits (the owner, or heaps_lock for an orphan). */
 void heap_mag_flush(struct heap *h);
 void heap_mag_flush_class(struct heap *h, unsigned cls);
-/* Free of p (validated; a malloc-class object of h's, class cls) whose
- * magazine is full: straight onto its slab, its live bit cleared; in a
- * burst, the magazine grows, or at its room gives half back to the slabs,
- * and p is pushed; or idle: the magazine is laid out and p pushed. */
-void heap_free_mag_full_slow(struct heap *h, void *p, unsigned cls);
+/* Free of p (validated; a malloc-class object of h's) whose magazine is
+ * full: straight onto its slab, its live bit cleared; in a burst, the
+ * magazine grows, or at its room gives half back to the slabs, and p is
+ * pushed; or idle: the magazine is laid out and p pushed. (The class is
+ * read again from the page tag: passed along, the free fast path kept it
+ * in a register of its own, one instruction more a pair.) */
+void heap_free_mag_full_slow(struct heap *h, void *p);
 /* The free-path contract (free_state.c): where a freed object can be,
  * found in the structure that holds it. The cookie in an object's second
  * word is a hint; only a state found here is reported. */
@@ -404,7 +406,7 @@ sl_inline void heap_mag_push(struct heap *h, void *p, unsigned cls)
     void **top = h->mag_top[cls] - 1;
     sl_assert((ld_relaxed(page_tag((uintptr_t)p)) & ((1u << TAG_PAGE_SHIFT) - 1)) == cls);
     if (unlikely(*top == MAG_LIMIT))
-        return heap_free_mag_full_slow(h, p, cls);
+        return heap_free_mag_full_slow(h, p);
     heap_count_fast(h, free, cls);
     *mag_cookie(p) = h->cookie;
     __atomic_store_n(top, p, __ATOMIC_RELAXED); /* read by free_state_find */

@@ -214,8 +214,9 @@ static void mag_spill(struct heap *h, unsigned cls)
     mag_to_slabs(h, top, stop);
 }
 
-void heap_free_mag_full_slow(struct heap *h, void *p, unsigned cls)
+void heap_free_mag_full_slow(struct heap *h, void *p)
 {
+    unsigned cls = ld_relaxed(page_tag((uintptr_t)p)) & ((1u << TAG_PAGE_SHIFT) - 1);
     if (h->mag_top[cls] == MAG_IDLE) {
         mag_layout(h, cls);
         return heap_mag_push(h, p, cls);
