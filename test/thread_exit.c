@@ -10,8 +10,8 @@
  *   - an object cache's slabs, one by one and on its full list (woken by
  *     remote frees after the owner left).
  * After each exit the class's or cache's slabs are gone and its counts add
- * up (allocations - frees == objects_active == 0); sl_check passes (the
- * debug build checks that every slab a heap holds is of a marked id). */
+ * up (allocations - frees == objects_active == 0); sl_check passes (it
+ * checks that every slab a heap holds is of a marked id). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
