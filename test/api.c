@@ -807,6 +807,36 @@ static void test_magazine_burst(void)
     sl_purge();
 }
 
+/* A burst far past a magazine at its room (1 KiB objects: 64, its depth
+ * and its room): each time it fills, half of it goes back to the slabs
+ * (slab/heap_free.c: mag_spill), so the last objects freed are the ones
+ * in it and the next malloc gets the very last (without the spill, the
+ * 64th, the last that fitted); every object is free once, on its slab or
+ * in the magazine, and the class's counts add up. */
+static void test_magazine_spill(void)
+{
+    enum { N = 600, ROOM = 64 };
+    static void *ps[N];
+    sl_purge();
+    for (int i = 0; i < N; i++)
+        ps[i] = sl_malloc(1024);
+    uint64_t v = 0;
+    size_t len = sizeof v;
+    CHECK_EQ(sl_ctl("cache.malloc-1024.objects_active", &v, &len, NULL, 0), 0);
+    uint64_t active = v;
+    for (int i = 0; i < N; i++)
+        sl_free(ps[i]);
+    CHECK(sl_check() == 0);
+    CHECK_EQ(sl_ctl("cache.malloc-1024.objects_active", &v, &len, NULL, 0), 0);
+    CHECK_EQ(v, active - N);
+    void *q = sl_malloc(1024);
+    CHECK(q == ps[N - 1]);
+    CHECK(q != ps[ROOM - 1]);
+    sl_free(q);
+    CHECK(sl_check() == 0);
+    sl_purge();
+}
+
 int main(void)
 {
     test_sizes();
@@ -823,6 +853,7 @@ int main(void)
     test_many_objects();
     test_magazine();
     test_magazine_burst();
+    test_magazine_spill();
     test_stats_and_purge();
     test_huge_cache();
     test_stats_json();

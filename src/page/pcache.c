@@ -142,7 +142,13 @@ static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned bud
     purge_maybe();
 }
 
-void page_cache_drain(struct page_cache *pc) { pcache_drain(pc, 0, 0, 0); }
+/* An empty cache (most threads' at their exit) takes no lock: every path
+ * that parked or released pages ran purge_maybe already. */
+void page_cache_drain(struct page_cache *pc)
+{
+    if (pc->pages)
+        pcache_drain(pc, 0, 0, 0);
+}
 
 void page_cache_forget(struct page_cache *pc)
 {

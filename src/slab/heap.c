@@ -146,6 +146,7 @@ void take_woken(struct heap *h, unsigned id)
  * depth. */
 void mag_layout(struct heap *h, unsigned cls)
 {
+    h->mags_held[cls / 64] |= (uint64_t)1 << (cls % 64);
     h->mag_shift[cls] = 0;
     h->mag_burst[cls] = 0;
     __atomic_store_n(mag_mark(h, cls), MAG_LIMIT, __ATOMIC_RELAXED); /* slots: free_state_find reads them */
@@ -272,6 +273,7 @@ static struct slab *refill(struct heap *h, unsigned id, bool fill)
     s = slab_new(h, id);
     if (!s)
         return NULL;
+    heap_hold_id(h, id);
     *cur = s;
     slab_carve(s);
     return s;

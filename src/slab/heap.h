@@ -141,6 +141,18 @@ struct heap {
     uint16_t mag_burst[SL_NCLASSES];     /* owner: frees past the full magazine in a row
                                           * with no malloc between (mag_grow) */
     uint32_t mag_seen[SL_NCLASSES];      /* owner: counts.alloc[class] at the last of them */
+    /* What a thread's exit and a drain visit (heaps.c heap_reclaim,
+     * heap_mag_flush): the cache ids and magazines h may hold something
+     * in, instead of all SL_NIDS ids and SL_NCLASSES magazines. Written on
+     * slow paths only, never by malloc's and free's fast paths. */
+    uint64_t ids_held[SL_NIDS / 64];     /* owner (heaps_lock for an orphan): bit id set before
+                                          * h's current slab, partial list or (user cache)
+                                          * full list of id gets a slab (heap_hold_id), and
+                                          * cleared by heap_reclaim only when all three are
+                                          * empty; a FULL malloc slab is on no list and
+                                          * comes back through partial_push */
+    uint64_t mags_held[(SL_NCLASSES + 63) / 64]; /* owner: bit c set while magazine c is
+                                          * laid out (mag_layout), clear while it is idle */
     struct heap_counts counts;           /* owner writes (heap_empty's: any thread, atomic
                                           * adds), anyone reads */
 };
@@ -351,8 +363,11 @@ sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, void **l
 void heap_mag_flush(struct heap *h);
 void heap_mag_flush_class(struct heap *h, unsigned cls);
 /* Free of p (validated; a malloc-class object of h's) whose magazine is
- * full: straight onto its slab, its live bit cleared; or idle:
- * the magazine is laid out and p pushed. */
+ * full: straight onto its slab, its live bit cleared; in a burst, the
+ * magazine grows, or at its room gives half back to the slabs, and p is
+ * pushed; or idle: the magazine is laid out and p pushed. (The class is
+ * read again from the page tag: passed along, the free fast path kept it
+ * in a register of its own, one instruction more a pair.) */
 void heap_free_mag_full_slow(struct heap *h, void *p);
 /* The free-path contract (free_state.c): where a freed object can be,
  * found in the structure that holds it. The cookie in an object's second

@@ -259,6 +259,8 @@ static void check_magazines(struct heap *h)
         void **top = h->mag_top[c];
         if (h->mag_first[c] != *top)
             FAIL("magazine's first object is not the one on top:", h, "size class", class_size[c]);
+        if ((top != MAG_IDLE) != (h->mags_held[c / 64] >> (c % 64) & 1))
+            FAIL("magazine laid out or idle, but its heap says otherwise:", h, "size class", class_size[c]);
         if (top == MAG_IDLE)
             continue;
         if (top <= mag_mark(h, c) || top > mag_end(h, c) || *mag_end(h, c) || *mag_mark(h, c) != MAG_LIMIT)
@@ -301,6 +303,10 @@ static void check_heap(struct heap *h, struct ctx *c)
         check_list(h, id, *heap_partial(h, id), SLAB_PARTIAL, c);
         if (id >= SL_NCLASSES)
             check_list(h, id, *heap_full(h, id), SLAB_FULL, c);
+        /* what a thread's exit visits (heap.h ids_held) covers every slab it holds */
+        if ((cur != &slab_none || *heap_partial(h, id) || (id >= SL_NCLASSES && *heap_full(h, id))) &&
+            !(h->ids_held[id / 64] >> (id % 64) & 1))
+            FAIL("heap holds slabs of a cache id it has not marked:", h, "cache id", id);
     }
 }
 

@@ -32,8 +32,19 @@ sl_inline void slab_own(struct slab *s, struct heap *h)
     slab_set_owner(s, slab_owner_word(h, s->cls), s->cls < SL_NCLASSES ? heap_page_tag(h, s->cls) : 0);
 }
 
+/* Mark cache id as one h may hold slabs of (heap.h ids_held): before any
+ * slab of id enters h's current slot or its lists (kept before by the
+ * fence: a fork may stop the thread between the two, and the child
+ * reclaims the orphaned heap by its marks). */
+sl_inline void heap_hold_id(struct heap *h, unsigned id)
+{
+    h->ids_held[id / 64] |= (uint64_t)1 << (id % 64);
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
 sl_inline void partial_push(struct heap *h, struct slab *s)
 {
+    heap_hold_id(h, s->cls);
     s->state = SLAB_PARTIAL;
     slab_list_push(heap_partial(h, s->cls), s);
 }

@@ -28,6 +28,7 @@
  * child flushes the batches of the heaps fork orphaned (heaps.c).
  */
 #include <stdatomic.h>
+#include <string.h>
 
 #include "../base/drain.h"
 #include "../base/fatal.h"
@@ -62,16 +63,26 @@ void remote_batch_flush(struct heap *h)
 {
     uintptr_t v[RBATCH_CAP];
     unsigned n = h->rbatch_n;
+    if (!n) /* a thread's exit, a drain: mostly nothing batched */
+        return;
     /* taken whole before anything is pushed (see the top), and grouped by
      * class (a counting sort, stable; a slab's objects are all of one
      * class), so that a class's objects, which come in allocation order,
      * make runs of one bitmap word and one slab. Not sorted by address:
      * a merge sort cost more than the atomic ORs it saved (xmalloc-test
-     * 1.47 against 1.12 without it; crossfree 0.094 against 0.090 s) */
-    unsigned at[SL_NCLASSES + 1] = { 0 };
+     * 1.47 against 1.12 without it; crossfree 0.094 against 0.090 s).
+     * Only the classes from the batch's lowest to its highest are counted
+     * (one, for a batch of one class). */
+    unsigned at[SL_NCLASSES + 1], lo = SL_NCLASSES, hi = 0;
+    for (unsigned i = 0; i < n; i++) {
+        unsigned c = h->rbatch_cls[i];
+        lo = c < lo ? c : lo;
+        hi = c > hi ? c : hi;
+    }
+    memset(&at[lo], 0, (hi - lo + 2) * sizeof at[0]);
     for (unsigned i = 0; i < n; i++)
         at[h->rbatch_cls[i] + 1]++;
-    for (unsigned c = 1; c <= SL_NCLASSES; c++)
+    for (unsigned c = lo + 1; c <= hi; c++)
         at[c] += at[c - 1];
     for (unsigned i = 0; i < n; i++)
         v[at[h->rbatch_cls[i]]++] = (uintptr_t)h->rbatch[i];
