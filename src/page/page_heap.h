@@ -35,6 +35,7 @@ struct page_heap {
     _Atomic size_t dirty_pages, lazy_pages, active_pages;
     _Atomic size_t thp_dirty_pages; /* of dirty_pages, those in thp blocks: never purged */
     _Atomic size_t lazy_taken;      /* lazy pages handed out again, ever (a drop purge's regret) */
+    _Atomic uint32_t drops;         /* drop purges, ever: page caches fall back to their least budget */
 };
 extern struct page_heap page_heap;
 

@@ -1,8 +1,9 @@
 /* pcache.c — the per-thread page caches in front of the shared page heap
  * (the kernel's per-CPU page lists): page_alloc and page_free. A cache is
  * owned by one thread (no lock); it parks runs of 1..PCACHE_MAX_PAGES
- * pages per length and kind, up to PCACHE_BUDGET pages, refilled and
- * drained in batches under one hold of the page heap lock (page.h).
+ * pages per length and kind, up to its budget (2 to 8 MiB, grown while
+ * the thread reuses what it parks: pcache_budget.h), refilled and drained
+ * in batches under one hold of the page heap lock (page.h).
  */
 #include "page_heap.h"
 
@@ -67,7 +68,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
                                             enum page_kind kind)
 {
     unsigned batch = PCACHE_SLAB_BATCH;
-    if (batch * n > PCACHE_BUDGET / 4 || ct == PCACHE_RUNS)
+    if (batch * n > PCACHE_BUDGET_MIN / 4 || ct == PCACHE_RUNS)
         batch = 1;
     void *first;
     bool clean;
@@ -80,6 +81,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
         pcache_push(pc, ct, n, r);
     }
     page_heap_unlock();
+    pcache_budget_miss(&pc->budget);
     if (pc->stats)
         stat_add(pc->stats, STAT_pcache_refill, 1);
     if (unlikely(sl_opt.publish)) /* a program that only allocates still gets its timeline */
@@ -142,13 +144,37 @@ static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned bud
     purge_maybe();
 }
 
-void page_cache_drain(struct page_cache *pc) { pcache_drain(pc, 0, 0, 0); }
+/* A drained cache (a thread's exit, a request to give back) starts again
+ * at the least budget. */
+void page_cache_drain(struct page_cache *pc)
+{
+    pcache_drain(pc, 0, 0, 0);
+    pcache_budget_init(&pc->budget, ld_relaxed(&page_heap.drops), os_now_ms());
+}
 
 void page_cache_forget(struct page_cache *pc)
 {
     memset(pc->count, 0, sizeof pc->count);
     pc->nonempty[0] = pc->nonempty[1] = 0;
     __atomic_store_n(&pc->pages, 0, __ATOMIC_RELAXED);
+    pcache_budget_init(&pc->budget, ld_relaxed(&page_heap.drops), os_now_ms());
+}
+
+void page_cache_init(struct page_cache *pc, _Atomic uint64_t *stats)
+{
+    page_cache_forget(pc);
+    pc->stats = stats;
+}
+
+/* The cache is over its budget (or a stack is full): the policy
+ * (pcache_budget.h) says how much it may keep, counted when it moved. */
+static unsigned pcache_overflow(struct page_cache *pc)
+{
+    unsigned old = pc->budget.pages;
+    unsigned now = pcache_budget_overflow(&pc->budget, ld_relaxed(&page_heap.drops), os_now_ms());
+    if (now != old && pc->stats)
+        stat_add(pc->stats, now > old ? STAT_pcache_grow : STAT_pcache_shrink, 1);
+    return now;
 }
 
 /* page_free when the run's stack is full or the cache is over its budget,
@@ -157,10 +183,11 @@ static sl_noinline void page_free_slow(struct page_cache *pc, void *run, unsigne
 {
     /* purging at once (SLUICE_DIRTY_DECAY_MS=0) means no run is parked */
     if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES && !purge_at_once()) {
+        unsigned budget = pcache_overflow(pc);
         if (pc->count[ct][n] == PCACHE_DEPTH)
-            pcache_drain(pc, ct, n, PCACHE_BUDGET);
-        else if (pc->pages + n > PCACHE_BUDGET)
-            pcache_drain(pc, ct, 0, PCACHE_BUDGET / 2);
+            pcache_drain(pc, ct, n, budget);
+        else if (pc->pages + n > budget)
+            pcache_drain(pc, ct, 0, budget / 2);
         pcache_push(pc, ct, n, run);
         return;
     }
@@ -184,7 +211,7 @@ void page_free(struct page_cache *pc, void *run)
     int ct = cache_stack((enum pb_type)__atomic_load_n(&block_of(run)->type, __ATOMIC_RELAXED),
                          (enum page_kind)pg->h.kind);
     if (likely(pc && ct >= 0 && n <= PCACHE_MAX_PAGES && pc->count[ct][n] < PCACHE_DEPTH &&
-               pc->pages + n <= PCACHE_BUDGET && !purge_at_once()))
+               pc->pages + n <= pc->budget.pages && !purge_at_once()))
         return pcache_push(pc, ct, n, run);
     page_free_slow(pc, run, n, ct);
 }
