@@ -6,7 +6,9 @@
  *   - every cache starts at PCACHE_BUDGET_MIN pages (2 MiB);
  *   - a cache that overflows (a free finds it over its budget: a drain)
  *     after it ran dry PCACHE_GROW_MISSES times or more since its last
- *     overflow (refills) is too small for what the thread reuses: the
+ *     overflow (refills; misses before its first overflow, a program
+ *     filling its heap, prove nothing) is too small for what the thread
+ *     reuses: the
  *     runs it drained are the ones it goes on to ask the shared heap for,
  *     under its lock. The budget doubles, up to PCACHE_BUDGET_MAX (8 MiB);
  *   - an overflow with fewer misses, PCACHE_IDLE_MS or more after the
@@ -39,6 +41,7 @@ struct pcache_budget {
     uint32_t pages;   /* the budget now: PCACHE_BUDGET_MIN .. PCACHE_BUDGET_MAX */
     uint32_t misses;  /* refills since the last overflow (saturates) */
     uint32_t drops;   /* the drop count (page heap) when last looked at */
+    bool armed;       /* it overflowed since it was set up or reset */
     uint64_t busy_ms; /* when the budget last proved too small, or changed */
 };
 
@@ -59,12 +62,15 @@ sl_inline void pcache_budget_miss(struct pcache_budget *b)
 sl_inline uint32_t pcache_budget_overflow(struct pcache_budget *b, uint32_t drops, uint64_t now)
 {
     uint32_t misses = b->misses;
+    bool armed = b->armed;
     b->misses = 0;
+    b->armed = true;
     if (drops != b->drops) { /* the program just gave memory up: hold the least */
         b->drops = drops;
         b->pages = PCACHE_BUDGET_MIN;
         b->busy_ms = now;
-    } else if (misses >= PCACHE_GROW_MISSES) {
+        b->armed = false;
+    } else if (armed && misses >= PCACHE_GROW_MISSES) {
         b->pages = b->pages * 2 > PCACHE_BUDGET_MAX ? PCACHE_BUDGET_MAX : b->pages * 2;
         b->busy_ms = now;
     } else if (now - b->busy_ms >= PCACHE_IDLE_MS && b->pages > PCACHE_BUDGET_MIN) {

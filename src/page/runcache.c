@@ -35,6 +35,7 @@
 #include "../base/fatal.h"
 #include "../options/options.h"
 #include "../os/os.h"
+#include "decay.h"
 #include "page_heap.h"
 
 #define RC_WORDS (RC_MAX_PAGES / 64)
@@ -108,8 +109,9 @@ bool runcache_park(void *run)
     if (pg->h.kind != PG_RUN || n > RC_MAX_PAGES || purge_at_once() ||
         (block_of(run)->type != PB_RUN && sl_opt.antifrag))
         return false;
-    /* the cap is at least 2 MiB (purge.c), more than the longest run */
-    size_t cap = purge_dirty_cap();
+    /* the cap is at least 2 MiB (decay.h), more than the longest run; of
+     * the active pages once this run has left them */
+    size_t cap = decay_dirty_cap(ld_relaxed(&page_heap.active_pages) - n);
     while (ld_relaxed(&rc.pages) + n > cap && runcache_flush_oldest())
         ;
     pg->run.parked = true;
