@@ -1,7 +1,7 @@
 /* pcache.c — the per-thread page caches in front of the shared page heap
  * (the kernel's per-CPU page lists): page_alloc and page_free. A cache is
  * owned by one thread (no lock); it parks runs of 1..PCACHE_MAX_PAGES
- * pages per length and kind, up to its budget (2 to 8 MiB, grown while
+ * pages per length and kind, up to its budget (2 to 16 MiB, grown while
  * the thread reuses what it parks: pcache_budget.h), refilled and drained
  * in batches under one hold of the page heap lock (page.h).
  */
@@ -171,7 +171,7 @@ void page_cache_init(struct page_cache *pc, _Atomic uint64_t *stats)
 static unsigned pcache_overflow(struct page_cache *pc)
 {
     unsigned old = pc->budget.pages;
-    unsigned now = pcache_budget_overflow(&pc->budget, ld_relaxed(&page_heap.drops), os_now_ms());
+    unsigned now = pcache_budget_overflow(&pc->budget, ld_relaxed(&page_heap.drops), purge_dirty_cap(), os_now_ms());
     if (now != old && pc->stats)
         stat_add(pc->stats, now > old ? STAT_pcache_grow : STAT_pcache_shrink, 1);
     return now;

@@ -1,19 +1,24 @@
 /* pcache_budget.h — how many pages one thread's page cache (pcache.c) may
- * park: a policy of the cache's own slow-path events and a clock, pure
- * functions tested by test/unit_pcache_budget.c with a fake clock, no
- * threads and no sleeps. pcache.c carries out what they decide.
+ * park: a policy of the cache's own slow-path events, the heap's dirty cap
+ * and a clock, pure functions tested by test/unit_pcache_budget.c with a
+ * fake clock, no threads and no sleeps. pcache.c carries out what they
+ * decide.
  *
  *   - every cache starts at PCACHE_BUDGET_MIN pages (2 MiB);
  *   - a cache that overflows (a free finds it over its budget: a drain)
  *     after it ran dry PCACHE_GROW_MISSES times or more since its last
  *     overflow (refills; misses before its first overflow, a program
  *     filling its heap, prove nothing) is too small for what the thread
- *     reuses: the
- *     runs it drained are the ones it goes on to ask the shared heap for,
- *     under its lock. The budget doubles, up to PCACHE_BUDGET_MAX (8 MiB);
+ *     reuses: the runs it drained are the ones it goes on to ask the
+ *     shared heap for, under its lock. The budget doubles, up to
+ *     PCACHE_BUDGET_MAX (16 MiB) and up to the dirty cap (decay.h: an
+ *     eighth of the pages in use): a cache holds no more than the heap
+ *     may keep dirty anyway, so a small program's stays at 2 MiB;
  *   - an overflow with fewer misses, PCACHE_IDLE_MS or more after the
  *     budget last proved too small, halves it (not below the minimum): a
  *     thread that frees more than it takes back needs no room to reuse;
+ *     so does one that finds its budget above the dirty cap (the heap
+ *     shrank);
  *   - a drop (decay.h: the pages in use down by an eighth, everything
  *     dirty purged) resets it to the minimum: a cache keeps its runs out
  *     of the purge, so that beyond 2 MiB it would hold what the program
@@ -21,10 +26,13 @@
  *     on its slow paths: a thread that stops calling keeps what it has.
  *
  * Measured on 1000 live runs of 32-256 KiB replaced at random
- * (bench_sizes 1 4): with 512 pages 36% of the allocations refilled
- * under the page heap lock and 6.5% of the frees drained; with 2048, 7%
- * and 0.4%. A fixed 2048 cost other programs resident memory; grown only
- * where it is reused, it costs them nothing (docs/benchmarks/sizes.md).
+ * (bench_sizes 1 4, SLUICE_STATS=1): with 512 pages 36% of the
+ * allocations refilled under the page heap lock and 6.5% of the frees
+ * drained; with 2048, 7% and 0.4%; with 4096, 2% and 0.25%, and 19,647
+ * page faults instead of 27,506 (runs come back at the addresses they
+ * had). A fixed 2048 cost other programs resident memory; grown only
+ * where runs are reused, and within the dirty cap, it costs them nothing
+ * (docs/benchmarks/sizes.md).
  */
 #ifndef SL_PCACHE_BUDGET_H
 #define SL_PCACHE_BUDGET_H
@@ -32,7 +40,7 @@
 #include "../base/common.h"
 
 #define PCACHE_BUDGET_MIN  512  /* pages: 2 MiB, every thread's */
-#define PCACHE_BUDGET_MAX  2048 /* pages: 8 MiB, a thread that reuses runs */
+#define PCACHE_BUDGET_MAX  4096 /* pages: 16 MiB, a thread that reuses runs */
 #define PCACHE_GROW_MISSES 4    /* refills between two overflows that prove it too small */
 #define PCACHE_IDLE_MS     1000 /* without such proof this long, an overflow halves it */
 
@@ -58,8 +66,8 @@ sl_inline void pcache_budget_miss(struct pcache_budget *b)
 }
 
 /* An overflow at time now, with `drops` drops seen by the page heap so
- * far: the budget to drain towards. */
-sl_inline uint32_t pcache_budget_overflow(struct pcache_budget *b, uint32_t drops, uint64_t now)
+ * far and a dirty cap of cap pages: the budget to drain towards. */
+sl_inline uint32_t pcache_budget_overflow(struct pcache_budget *b, uint32_t drops, size_t cap, uint64_t now)
 {
     uint32_t misses = b->misses;
     bool armed = b->armed;
@@ -70,8 +78,12 @@ sl_inline uint32_t pcache_budget_overflow(struct pcache_budget *b, uint32_t drop
         b->pages = PCACHE_BUDGET_MIN;
         b->busy_ms = now;
         b->armed = false;
+    } else if (b->pages > cap && b->pages > PCACHE_BUDGET_MIN) { /* the heap shrank */
+        b->pages /= 2;
+        b->busy_ms = now;
     } else if (armed && misses >= PCACHE_GROW_MISSES) {
-        b->pages = b->pages * 2 > PCACHE_BUDGET_MAX ? PCACHE_BUDGET_MAX : b->pages * 2;
+        if (b->pages * 2 <= PCACHE_BUDGET_MAX && b->pages * 2 <= cap)
+            b->pages *= 2;
         b->busy_ms = now;
     } else if (now - b->busy_ms >= PCACHE_IDLE_MS && b->pages > PCACHE_BUDGET_MIN) {
         b->pages /= 2;
