@@ -2,7 +2,8 @@
  * functions with a fake clock: it starts at the least, doubles on an
  * overflow that follows enough misses since the one before (up to the
  * most and the dirty cap; misses before a first overflow do not count),
- * halves when the heap's dirty cap falls under it, holds while
+ * halves when the heap's dirty cap falls under it or a refill finds the
+ * heap short, holds while
  * overflows keep coming with misses, halves on an idle overflow (not
  * below the least), and falls to the least on a drop. No threads, no
  * sleeps. */
@@ -10,33 +11,34 @@
 #include "t.h"
 
 #define BIG ((size_t)1 << 40) /* a dirty cap that bounds nothing */
+#define V(d, c) ((struct pcache_heap_view){ .drops = (d), .cap = (c) })
 
 int main(void)
 {
     struct pcache_budget b;
     uint64_t t = 50000;
-    pcache_budget_init(&b, 7, t);
+    pcache_budget_init(&b, V(7, BIG), t);
     CHECK_EQ(b.pages, PCACHE_BUDGET_MIN);
 
     /* misses before the first overflow (a heap filling up) prove nothing */
     for (int i = 0; i < 100; i++)
         pcache_budget_miss(&b);
-    CHECK_EQ(pcache_budget_overflow(&b, 7, BIG, t), PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_overflow(&b, V(7, BIG), t), PCACHE_BUDGET_MIN);
 
     /* overflows with no misses: a thread that only frees stays at the least */
     for (int i = 0; i < 10; i++)
-        CHECK_EQ(pcache_budget_overflow(&b, 7, BIG, t + 10 * i), PCACHE_BUDGET_MIN);
+        CHECK_EQ(pcache_budget_overflow(&b, V(7, BIG), t + 10 * i), PCACHE_BUDGET_MIN);
 
     /* one miss short of the proof: no growth */
     for (int i = 0; i < PCACHE_GROW_MISSES - 1; i++)
         pcache_budget_miss(&b);
-    CHECK_EQ(pcache_budget_overflow(&b, 7, BIG, t + 200), PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_overflow(&b, V(7, BIG), t + 200), PCACHE_BUDGET_MIN);
     CHECK_EQ(b.misses, 0); /* an overflow starts the count afresh */
 
     /* misses then an overflow: the drained runs were wanted, it doubles */
     for (int i = 0; i < PCACHE_GROW_MISSES; i++)
         pcache_budget_miss(&b);
-    CHECK_EQ(pcache_budget_overflow(&b, 7, BIG, t + 300), 2 * PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_overflow(&b, V(7, BIG), t + 300), 2 * PCACHE_BUDGET_MIN);
 
     /* and again, up to the most and no further */
     uint64_t now = t + 300;
@@ -44,22 +46,22 @@ int main(void)
         for (int i = 0; i < PCACHE_GROW_MISSES; i++)
             pcache_budget_miss(&b);
         now += 10;
-        CHECK(pcache_budget_overflow(&b, 7, BIG, now) <= PCACHE_BUDGET_MAX);
+        CHECK(pcache_budget_overflow(&b, V(7, BIG), now) <= PCACHE_BUDGET_MAX);
     }
     CHECK_EQ(b.pages, PCACHE_BUDGET_MAX);
 
     /* overflows without misses within the idle time keep it */
-    CHECK_EQ(pcache_budget_overflow(&b, 7, BIG, now + PCACHE_IDLE_MS - 1), PCACHE_BUDGET_MAX);
+    CHECK_EQ(pcache_budget_overflow(&b, V(7, BIG), now + PCACHE_IDLE_MS - 1), PCACHE_BUDGET_MAX);
     /* one at the idle time halves it, and the next halving waits as long */
     now += PCACHE_IDLE_MS;
-    CHECK_EQ(pcache_budget_overflow(&b, 7, BIG, now), PCACHE_BUDGET_MAX / 2);
-    CHECK_EQ(pcache_budget_overflow(&b, 7, BIG, now + PCACHE_IDLE_MS - 1), PCACHE_BUDGET_MAX / 2);
+    CHECK_EQ(pcache_budget_overflow(&b, V(7, BIG), now), PCACHE_BUDGET_MAX / 2);
+    CHECK_EQ(pcache_budget_overflow(&b, V(7, BIG), now + PCACHE_IDLE_MS - 1), PCACHE_BUDGET_MAX / 2);
     now += PCACHE_IDLE_MS;
-    CHECK_EQ(pcache_budget_overflow(&b, 7, BIG, now), PCACHE_BUDGET_MAX / 4);
+    CHECK_EQ(pcache_budget_overflow(&b, V(7, BIG), now), PCACHE_BUDGET_MAX / 4);
     /* never below the least */
     for (int i = 0; i < 10; i++) {
         now += PCACHE_IDLE_MS;
-        pcache_budget_overflow(&b, 7, BIG, now);
+        pcache_budget_overflow(&b, V(7, BIG), now);
     }
     CHECK_EQ(b.pages, PCACHE_BUDGET_MIN);
 
@@ -67,46 +69,66 @@ int main(void)
     for (int r = 0; r < 2; r++) {
         for (int i = 0; i < PCACHE_GROW_MISSES; i++)
             pcache_budget_miss(&b);
-        pcache_budget_overflow(&b, 7, BIG, ++now);
+        pcache_budget_overflow(&b, V(7, BIG), ++now);
     }
     CHECK_EQ(b.pages, 4 * PCACHE_BUDGET_MIN);
     for (int i = 0; i < PCACHE_GROW_MISSES; i++)
         pcache_budget_miss(&b);
-    CHECK_EQ(pcache_budget_overflow(&b, 8, BIG, ++now), PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_overflow(&b, V(8, BIG), ++now), PCACHE_BUDGET_MIN);
     for (int i = 0; i < PCACHE_GROW_MISSES; i++)
         pcache_budget_miss(&b);
-    CHECK_EQ(pcache_budget_overflow(&b, 8, BIG, ++now), PCACHE_BUDGET_MIN); /* the first overflow since */
+    CHECK_EQ(pcache_budget_overflow(&b, V(8, BIG), ++now), PCACHE_BUDGET_MIN); /* the first overflow since */
     for (int i = 0; i < PCACHE_GROW_MISSES; i++)
         pcache_budget_miss(&b);
-    CHECK_EQ(pcache_budget_overflow(&b, 8, BIG, ++now), 2 * PCACHE_BUDGET_MIN); /* reuse grows it again */
+    CHECK_EQ(pcache_budget_overflow(&b, V(8, BIG), ++now), 2 * PCACHE_BUDGET_MIN); /* reuse grows it again */
 
     /* the dirty cap bounds growth: a small heap's cache stays at the least */
-    pcache_budget_init(&b, 0, now);
+    pcache_budget_init(&b, V(0, BIG), now);
     for (int r = 0; r < 5; r++) {
         for (int i = 0; i < PCACHE_GROW_MISSES; i++)
             pcache_budget_miss(&b);
-        CHECK_EQ(pcache_budget_overflow(&b, 0, PCACHE_BUDGET_MIN, ++now), PCACHE_BUDGET_MIN);
+        CHECK_EQ(pcache_budget_overflow(&b, V(0, PCACHE_BUDGET_MIN), ++now), PCACHE_BUDGET_MIN);
     }
     /* and stops it where doubling would pass the cap */
     for (int r = 0; r < 5; r++) {
         for (int i = 0; i < PCACHE_GROW_MISSES; i++)
             pcache_budget_miss(&b);
-        pcache_budget_overflow(&b, 0, 3 * PCACHE_BUDGET_MIN, ++now);
+        pcache_budget_overflow(&b, V(0, 3 * PCACHE_BUDGET_MIN), ++now);
     }
     CHECK_EQ(b.pages, 2 * PCACHE_BUDGET_MIN);
     /* a heap that shrank under the budget halves it at each overflow, misses or not */
     for (int r = 0; r < 5; r++) {
         for (int i = 0; i < PCACHE_GROW_MISSES; i++)
             pcache_budget_miss(&b);
-        pcache_budget_overflow(&b, 0, BIG, ++now);
+        pcache_budget_overflow(&b, V(0, BIG), ++now);
     }
     CHECK_EQ(b.pages, PCACHE_BUDGET_MAX);
-    CHECK_EQ(pcache_budget_overflow(&b, 0, PCACHE_BUDGET_MAX / 4, ++now), PCACHE_BUDGET_MAX / 2);
-    CHECK_EQ(pcache_budget_overflow(&b, 0, PCACHE_BUDGET_MAX / 4, ++now), PCACHE_BUDGET_MAX / 4);
+    CHECK_EQ(pcache_budget_overflow(&b, V(0, PCACHE_BUDGET_MAX / 4), ++now), PCACHE_BUDGET_MAX / 2);
+    CHECK_EQ(pcache_budget_overflow(&b, V(0, PCACHE_BUDGET_MAX / 4), ++now), PCACHE_BUDGET_MAX / 4);
     for (int i = 0; i < PCACHE_GROW_MISSES; i++)
         pcache_budget_miss(&b);
-    CHECK_EQ(pcache_budget_overflow(&b, 0, PCACHE_BUDGET_MAX / 4, ++now), PCACHE_BUDGET_MAX / 4); /* held */
-    CHECK_EQ(pcache_budget_overflow(&b, 0, 0, ++now), PCACHE_BUDGET_MAX / 8);
+    CHECK_EQ(pcache_budget_overflow(&b, V(0, PCACHE_BUDGET_MAX / 4), ++now), PCACHE_BUDGET_MAX / 4); /* held */
+    CHECK_EQ(pcache_budget_overflow(&b, V(0, 0), ++now), PCACHE_BUDGET_MAX / 8);
+
+    /* a refill that finds the heap short halves a grown budget, and it
+     * must prove itself again before it grows */
+    pcache_budget_init(&b, V(0, BIG), now);
+    for (int r = 0; r < 3; r++) {
+        for (int i = 0; i < PCACHE_GROW_MISSES; i++)
+            pcache_budget_miss(&b);
+        pcache_budget_overflow(&b, V(0, BIG), ++now);
+    }
+    CHECK_EQ(b.pages, 4 * PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_short(&b, ++now), 2 * PCACHE_BUDGET_MIN);
+    for (int i = 0; i < PCACHE_GROW_MISSES; i++)
+        pcache_budget_miss(&b);
+    CHECK_EQ(pcache_budget_overflow(&b, V(0, BIG), ++now), 2 * PCACHE_BUDGET_MIN); /* not armed */
+    for (int i = 0; i < PCACHE_GROW_MISSES; i++)
+        pcache_budget_miss(&b);
+    CHECK_EQ(pcache_budget_overflow(&b, V(0, BIG), ++now), 4 * PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_short(&b, ++now), 2 * PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_short(&b, ++now), PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_short(&b, ++now), PCACHE_BUDGET_MIN); /* never below the least */
 
     /* the miss count saturates instead of wrapping to zero */
     b.misses = UINT32_MAX;

@@ -36,6 +36,10 @@ struct page_heap {
     _Atomic size_t thp_dirty_pages; /* of dirty_pages, those in thp blocks: never purged */
     _Atomic size_t lazy_taken;      /* lazy pages handed out again, ever (a drop purge's regret) */
     _Atomic uint32_t drops;         /* drop purges, ever: page caches fall back to their least budget */
+    /* pages the page caches' budgets have grown past the least, summed
+     * (pcache.c; a fall is added as its two's complement): the shared run
+     * cache parks that much less */
+    _Atomic size_t pcache_extra;
 };
 extern struct page_heap page_heap;
 
@@ -60,6 +64,8 @@ void run_give_locked(void *run, enum page_state st);
 /* Park a freed run; false if it is not one to park (the caller gives it
  * to the buddy lists). Past the cap the oldest parked runs go there. */
 bool runcache_park(void *run);
+/* Is a run of n to n + n / PCACHE_FIT_DIV pages parked? */
+bool runcache_fits(unsigned n);
 /* A parked run of n to n + n / PCACHE_FIT_DIV pages, taken out, or NULL. */
 void *runcache_take(unsigned n);
 /* The oldest parked run back to the buddy lists, dirty; false if none. */

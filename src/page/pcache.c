@@ -53,6 +53,52 @@ static unsigned pcache_fit(struct page_cache *pc, int ct, unsigned n)
     return want ? n + 1 + (unsigned)__builtin_ctzll(want) : 0;
 }
 
+/* What the budget's policy reads of the page heap (no lock: counters). */
+static struct pcache_heap_view heap_view(void)
+{
+    return (struct pcache_heap_view){ .drops = ld_relaxed(&page_heap.drops), .cap = purge_dirty_cap() };
+}
+
+/* A budget moved from old to new pages: the page heap's sum of budgets
+ * beyond the least follows (the shared run cache parks that much less). */
+static void pcache_budget_moved(struct page_cache *pc, unsigned old, unsigned new)
+{
+    if (new == old)
+        return;
+    __atomic_fetch_add(&page_heap.pcache_extra, (size_t)new - old, __ATOMIC_RELAXED); /* wraps for a fall */
+    if (pc->stats)
+        stat_add(pc->stats, new > old ? STAT_pcache_grow : STAT_pcache_shrink, 1);
+}
+
+/* Back to the least budget (a drained or forgotten cache). */
+static void pcache_budget_reset(struct page_cache *pc)
+{
+    unsigned old = pc->budget.pages;
+    pcache_budget_init(&pc->budget, heap_view(), os_now_ms());
+    pcache_budget_moved(pc, old, pc->budget.pages);
+}
+
+/* Before a medium run is taken from the shared heap (lock held): if no
+ * parked run fits it and no free chunk of its type is long enough while
+ * this cache is above its least budget, the cache's medium runs go to the
+ * shared run cache first, where the take may give them to the buddy lists
+ * to merge (oldest first, page.c: find_block) before it maps memory, and
+ * the budget halves (pcache_budget.h). */
+static void pcache_make_room_locked(struct page_cache *pc, enum pb_type type, unsigned n, unsigned align_order)
+{
+    unsigned order = log2_ceil(n);
+    order = order < align_order ? align_order : order;
+    if (pc->budget.pages <= PCACHE_BUDGET_MIN || !pc->nonempty[PCACHE_RUNS] || runcache_fits(n) ||
+        find_in_type(type, order))
+        return;
+    while (pc->nonempty[PCACHE_RUNS])
+        release_locked(pcache_pop(pc, PCACHE_RUNS, log2_floor(pc->nonempty[PCACHE_RUNS]) + 1));
+    unsigned old = pc->budget.pages;
+    pcache_budget_moved(pc, old, pcache_budget_short(&pc->budget, os_now_ms()));
+    if (pc->stats)
+        stat_add(pc->stats, STAT_pcache_giveback, 1);
+}
+
 /* Refill the cache for (type, n): slabs, whose lengths repeat, with a
  * batch taken under one lock; medium runs, whose lengths vary with the
  * requests, one at a time. Measured (callgrind) on 1000 live runs of
@@ -73,6 +119,8 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
     void *first;
     bool clean;
     lock_acquire(&page_heap.lock);
+    if (kind == PG_RUN)
+        pcache_make_room_locked(pc, type, n, 0);
     first = take_locked(type, n, 0, kind, &clean);
     for (unsigned i = 1; first && i < batch; i++) {
         void *r = take_locked(type, n, 0, kind, &clean);
@@ -116,8 +164,11 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
         return r;
     }
     int saved = errno;
+    unsigned align_order = log2_ceil(align_pages ? align_pages : 1);
     lock_acquire(&page_heap.lock);
-    void *r = take_locked(type, n, log2_ceil(align_pages ? align_pages : 1), kind, clean);
+    if (pc && kind == PG_RUN)
+        pcache_make_room_locked(pc, type, n, align_order);
+    void *r = take_locked(type, n, align_order, kind, clean);
     page_heap_unlock();
     errno = r ? saved : ENOMEM; /* a success leaves errno alone, whatever failed on the way */
     purge_maybe();
@@ -149,7 +200,7 @@ static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned bud
 void page_cache_drain(struct page_cache *pc)
 {
     pcache_drain(pc, 0, 0, 0);
-    pcache_budget_init(&pc->budget, ld_relaxed(&page_heap.drops), os_now_ms());
+    pcache_budget_reset(pc);
 }
 
 void page_cache_forget(struct page_cache *pc)
@@ -157,23 +208,23 @@ void page_cache_forget(struct page_cache *pc)
     memset(pc->count, 0, sizeof pc->count);
     pc->nonempty[0] = pc->nonempty[1] = 0;
     __atomic_store_n(&pc->pages, 0, __ATOMIC_RELAXED);
-    pcache_budget_init(&pc->budget, ld_relaxed(&page_heap.drops), os_now_ms());
+    pcache_budget_reset(pc);
 }
 
 void page_cache_init(struct page_cache *pc, _Atomic uint64_t *stats)
 {
-    page_cache_forget(pc);
+    memset(pc, 0, sizeof *pc);
+    pcache_budget_init(&pc->budget, heap_view(), os_now_ms());
     pc->stats = stats;
 }
 
 /* The cache is over its budget (or a stack is full): the policy
- * (pcache_budget.h) says how much it may keep, counted when it moved. */
+ * (pcache_budget.h) says how much it may keep. */
 static unsigned pcache_overflow(struct page_cache *pc)
 {
     unsigned old = pc->budget.pages;
-    unsigned now = pcache_budget_overflow(&pc->budget, ld_relaxed(&page_heap.drops), purge_dirty_cap(), os_now_ms());
-    if (now != old && pc->stats)
-        stat_add(pc->stats, now > old ? STAT_pcache_grow : STAT_pcache_shrink, 1);
+    unsigned now = pcache_budget_overflow(&pc->budget, heap_view(), os_now_ms());
+    pcache_budget_moved(pc, old, now);
     return now;
 }
 
