@@ -35,12 +35,11 @@
  *
  * Measured on 1000 live runs of 32-256 KiB replaced at random
  * (bench_sizes 1 4, SLUICE_STATS=1): with 512 pages 36% of the
- * allocations refilled under the page heap lock and 6.5% of the frees
- * drained; with 2048, 7% and 0.4%; with 4096, 2% and 0.25%, and 19,647
- * page faults instead of 27,506 (runs come back at the addresses they
- * had). A fixed 2048 cost other programs resident memory; grown only
- * where runs are reused, and within the dirty cap, it costs them nothing
- * (docs/benchmarks/sizes.md).
+ * allocations refilled under the page heap lock (a locked instruction
+ * that waits for the program's stores to cold memory) and 6.5% of the
+ * frees drained; with a fixed 2048, 7% and 0.4%; with a fixed 4096, 2%
+ * and 0.25%, but bench_mixed's peak RSS 147 -> 174 MB; with this policy
+ * 5.7% and 0.3%, and 143 MB (docs/benchmarks/sizes.md).
  */
 #ifndef SL_PCACHE_BUDGET_H
 #define SL_PCACHE_BUDGET_H
