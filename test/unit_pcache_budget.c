@@ -2,8 +2,8 @@
  * functions with a fake clock: it starts at the least, doubles on an
  * overflow that follows enough misses since the one before (up to the
  * most and the dirty cap; misses before a first overflow do not count),
- * halves when the heap's dirty cap falls under it or a refill finds the
- * heap short, holds while
+ * halves when the heap's dirty cap falls under it or the heap is sparse
+ * (and does not grow then), holds while
  * overflows keep coming with misses, halves on an idle overflow (not
  * below the least), and falls to the least on a drop. No threads, no
  * sleeps. */
@@ -11,7 +11,8 @@
 #include "t.h"
 
 #define BIG ((size_t)1 << 40) /* a dirty cap that bounds nothing */
-#define V(d, c) ((struct pcache_heap_view){ .drops = (d), .cap = (c) })
+#define VS(d, c, a, f) ((struct pcache_heap_view){ .drops = (d), .cap = (c), .active = (a), .free = (f) })
+#define V(d, c)        VS(d, c, 0, 0) /* a dense heap */
 
 int main(void)
 {
@@ -110,25 +111,27 @@ int main(void)
     CHECK_EQ(pcache_budget_overflow(&b, V(0, PCACHE_BUDGET_MAX / 4), ++now), PCACHE_BUDGET_MAX / 4); /* held */
     CHECK_EQ(pcache_budget_overflow(&b, V(0, 0), ++now), PCACHE_BUDGET_MAX / 8);
 
-    /* a refill that finds the heap short halves a grown budget, and it
-     * must prove itself again before it grows */
+    /* a sparse heap (free pages more than half those in use) stops growth
+     * and halves a grown budget at each overflow; a dense one lets it grow */
     pcache_budget_init(&b, V(0, BIG), now);
     for (int r = 0; r < 3; r++) {
         for (int i = 0; i < PCACHE_GROW_MISSES; i++)
             pcache_budget_miss(&b);
-        pcache_budget_overflow(&b, V(0, BIG), ++now);
+        pcache_budget_overflow(&b, VS(0, BIG, 1000, 500), ++now); /* dense: exactly half free */
     }
     CHECK_EQ(b.pages, 4 * PCACHE_BUDGET_MIN);
-    CHECK_EQ(pcache_budget_short(&b, ++now), 2 * PCACHE_BUDGET_MIN);
     for (int i = 0; i < PCACHE_GROW_MISSES; i++)
         pcache_budget_miss(&b);
-    CHECK_EQ(pcache_budget_overflow(&b, V(0, BIG), ++now), 2 * PCACHE_BUDGET_MIN); /* not armed */
-    for (int i = 0; i < PCACHE_GROW_MISSES; i++)
-        pcache_budget_miss(&b);
-    CHECK_EQ(pcache_budget_overflow(&b, V(0, BIG), ++now), 4 * PCACHE_BUDGET_MIN);
-    CHECK_EQ(pcache_budget_short(&b, ++now), 2 * PCACHE_BUDGET_MIN);
-    CHECK_EQ(pcache_budget_short(&b, ++now), PCACHE_BUDGET_MIN);
-    CHECK_EQ(pcache_budget_short(&b, ++now), PCACHE_BUDGET_MIN); /* never below the least */
+    CHECK_EQ(pcache_budget_overflow(&b, VS(0, BIG, 1000, 501), ++now), 2 * PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_overflow(&b, VS(0, BIG, 1000, 501), ++now), PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_overflow(&b, VS(0, BIG, 1000, 501), ++now), PCACHE_BUDGET_MIN); /* the least */
+    for (int r = 0; r < 3; r++) {
+        for (int i = 0; i < PCACHE_GROW_MISSES; i++)
+            pcache_budget_miss(&b);
+        CHECK_EQ(pcache_budget_overflow(&b, VS(0, BIG, 1000, 900), ++now), PCACHE_BUDGET_MIN); /* no growth */
+    }
+    CHECK(!pcache_heap_sparse(VS(0, BIG, 0, 0)));
+    CHECK(pcache_heap_sparse(VS(0, BIG, 0, 1)));
 
     /* the miss count saturates instead of wrapping to zero */
     b.misses = UINT32_MAX;

@@ -64,8 +64,6 @@ void run_give_locked(void *run, enum page_state st);
 /* Park a freed run; false if it is not one to park (the caller gives it
  * to the buddy lists). Past the cap the oldest parked runs go there. */
 bool runcache_park(void *run);
-/* Is a run of n to n + n / PCACHE_FIT_DIV pages parked? */
-bool runcache_fits(unsigned n);
 /* A parked run of n to n + n / PCACHE_FIT_DIV pages, taken out, or NULL. */
 void *runcache_take(unsigned n);
 /* The oldest parked run back to the buddy lists, dirty; false if none. */

@@ -56,7 +56,10 @@ static unsigned pcache_fit(struct page_cache *pc, int ct, unsigned n)
 /* What the budget's policy reads of the page heap (no lock: counters). */
 static struct pcache_heap_view heap_view(void)
 {
-    return (struct pcache_heap_view){ .drops = ld_relaxed(&page_heap.drops), .cap = purge_dirty_cap() };
+    size_t active = ld_relaxed(&page_heap.active_pages);
+    size_t mapped = __atomic_load_n(&page_heap.nblocks, __ATOMIC_RELAXED) * BLOCK_USABLE_PAGES;
+    return (struct pcache_heap_view){ .drops = ld_relaxed(&page_heap.drops), .cap = purge_dirty_cap(),
+                                      .active = active, .free = mapped > active ? mapped - active : 0 };
 }
 
 /* A budget moved from old to new pages: the page heap's sum of budgets
@@ -76,27 +79,6 @@ static void pcache_budget_reset(struct page_cache *pc)
     unsigned old = pc->budget.pages;
     pcache_budget_init(&pc->budget, heap_view(), os_now_ms());
     pcache_budget_moved(pc, old, pc->budget.pages);
-}
-
-/* Before a medium run is taken from the shared heap (lock held): if no
- * parked run fits it and no free chunk of its type is long enough while
- * this cache is above its least budget, the cache's medium runs go to the
- * shared run cache first, where the take may give them to the buddy lists
- * to merge (oldest first, page.c: find_block) before it maps memory, and
- * the budget halves (pcache_budget.h). */
-static void pcache_make_room_locked(struct page_cache *pc, enum pb_type type, unsigned n, unsigned align_order)
-{
-    unsigned order = log2_ceil(n);
-    order = order < align_order ? align_order : order;
-    if (pc->budget.pages <= PCACHE_BUDGET_MIN || !pc->nonempty[PCACHE_RUNS] || runcache_fits(n) ||
-        find_in_type(type, order))
-        return;
-    while (pc->nonempty[PCACHE_RUNS])
-        release_locked(pcache_pop(pc, PCACHE_RUNS, log2_floor(pc->nonempty[PCACHE_RUNS]) + 1));
-    unsigned old = pc->budget.pages;
-    pcache_budget_moved(pc, old, pcache_budget_short(&pc->budget, os_now_ms()));
-    if (pc->stats)
-        stat_add(pc->stats, STAT_pcache_giveback, 1);
 }
 
 /* Refill the cache for (type, n): slabs, whose lengths repeat, with a
@@ -119,8 +101,6 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
     void *first;
     bool clean;
     lock_acquire(&page_heap.lock);
-    if (kind == PG_RUN)
-        pcache_make_room_locked(pc, type, n, 0);
     first = take_locked(type, n, 0, kind, &clean);
     for (unsigned i = 1; first && i < batch; i++) {
         void *r = take_locked(type, n, 0, kind, &clean);
@@ -166,8 +146,6 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
     int saved = errno;
     unsigned align_order = log2_ceil(align_pages ? align_pages : 1);
     lock_acquire(&page_heap.lock);
-    if (pc && kind == PG_RUN)
-        pcache_make_room_locked(pc, type, n, align_order);
     void *r = take_locked(type, n, align_order, kind, clean);
     page_heap_unlock();
     errno = r ? saved : ENOMEM; /* a success leaves errno alone, whatever failed on the way */
@@ -239,6 +217,11 @@ static sl_noinline void page_free_slow(struct page_cache *pc, void *run, unsigne
             pcache_drain(pc, ct, n, budget);
         else if (pc->pages + n > budget)
             pcache_drain(pc, ct, 0, budget / 2);
+        /* the drain's purge_maybe found a drop: the runs beyond the least
+         * go now, while the program is still giving memory up, so that
+         * the next drop purge takes them (this free may be its last) */
+        if (pc->budget.drops != ld_relaxed(&page_heap.drops) && pc->pages > PCACHE_BUDGET_MIN / 2)
+            pcache_drain(pc, ct, 0, pcache_overflow(pc) / 2);
         pcache_push(pc, ct, n, run);
         return;
     }

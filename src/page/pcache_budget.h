@@ -19,14 +19,15 @@
  *     thread that frees more than it takes back needs no room to reuse;
  *     so does one that finds its budget above the dirty cap (the heap
  *     shrank);
- *   - a refill that finds the shared heap short (no parked run fits, no
- *     free chunk is long enough) while the cache is above the least
- *     halves it, and it must prove itself again; its runs go back first
- *     (pcache.c): runs parked per length in one thread pin the chunks
- *     they came from, and a heap short of room takes fresh memory. On
- *     bench_mixed, which touches every page of its runs, a cache grown
- *     without this rule made the heap map 15 more pageblocks, 26 MB of
- *     peak RSS (147 -> 174 MB); with it, 143 MB;
+ *   - it grows only while the heap is dense (its pageblocks' free pages
+ *     at most half the pages in use), and an overflow on a sparse heap
+ *     halves it: runs parked per length in one thread pin the chunks
+ *     they came from, and a fragmented heap then takes fresh memory for
+ *     requests of other lengths. bench_mixed, which touches every page
+ *     of its runs, runs at about 0.6 free per page in use; a cache grown
+ *     there regardless made the heap map 15 more pageblocks, 26 MB of
+ *     peak RSS (147 -> 174 MB). bench_sizes' 32-256 KiB band runs at
+ *     about 0.35;
  *   - a drop (decay.h: the pages in use down by an eighth, everything
  *     dirty purged) resets it to the minimum: a cache keeps its runs out
  *     of the purge, so that beyond 2 MiB it would hold what the program
@@ -37,9 +38,9 @@
  * (bench_sizes 1 4, SLUICE_STATS=1): with 512 pages 36% of the
  * allocations refilled under the page heap lock (a locked instruction
  * that waits for the program's stores to cold memory) and 6.5% of the
- * frees drained; with a fixed 2048, 7% and 0.4%; with a fixed 4096, 2%
- * and 0.25%, but bench_mixed's peak RSS 147 -> 174 MB; with this policy
- * 5.7% and 0.3%, and 143 MB (docs/benchmarks/sizes.md).
+ * frees drained; with a fixed 2048, 7% and 0.4%; with this policy 2.1%
+ * and 0.25%, 13,600 page faults instead of 19,400 (runs come back at the
+ * addresses they had), and bench_mixed as it was (docs/benchmarks/sizes.md).
  */
 #ifndef SL_PCACHE_BUDGET_H
 #define SL_PCACHE_BUDGET_H
@@ -64,7 +65,13 @@ struct pcache_budget {
 struct pcache_heap_view {
     uint32_t drops; /* drop purges, ever */
     size_t cap;     /* the dirty cap, pages */
+    size_t active;  /* pages in use (handed out, page caches' included) */
+    size_t free;    /* free pages of the mapped pageblocks */
 };
+
+/* Is the heap sparse: more pages free in its pageblocks than half of
+ * those in use? Then runs parked per thread pin chunks it needs. */
+sl_inline bool pcache_heap_sparse(struct pcache_heap_view v) { return v.free * 2 > v.active; }
 
 sl_inline void pcache_budget_init(struct pcache_budget *b, struct pcache_heap_view v, uint64_t now)
 {
@@ -76,19 +83,6 @@ sl_inline void pcache_budget_miss(struct pcache_budget *b)
 {
     if (b->misses < UINT32_MAX)
         b->misses++;
-}
-
-/* A refill found the shared heap short (no parked run fits, no free chunk
- * is long enough) while the cache was above the least: its runs went
- * back first. The budget to keep. */
-sl_inline uint32_t pcache_budget_short(struct pcache_budget *b, uint64_t now)
-{
-    if (b->pages > PCACHE_BUDGET_MIN)
-        b->pages /= 2;
-    b->busy_ms = now;
-    b->misses = 0;
-    b->armed = false;
-    return b->pages;
 }
 
 /* An overflow at time now, the page heap as v says: the budget to drain
@@ -105,11 +99,12 @@ sl_inline uint32_t pcache_budget_overflow(struct pcache_budget *b, struct pcache
         b->pages = PCACHE_BUDGET_MIN;
         b->busy_ms = now;
         b->armed = false;
-    } else if (b->pages > cap && b->pages > PCACHE_BUDGET_MIN) { /* the heap shrank */
+    } else if ((b->pages > cap || pcache_heap_sparse(v)) && b->pages > PCACHE_BUDGET_MIN) {
+        /* the heap shrank, or is sparse */
         b->pages /= 2;
         b->busy_ms = now;
     } else if (armed && misses >= PCACHE_GROW_MISSES) {
-        if (b->pages * 2 <= PCACHE_BUDGET_MAX && b->pages * 2 <= cap)
+        if (b->pages * 2 <= PCACHE_BUDGET_MAX && b->pages * 2 <= cap && !pcache_heap_sparse(v))
             b->pages *= 2;
         b->busy_ms = now;
     } else if (now - b->busy_ms >= PCACHE_IDLE_MS && b->pages > PCACHE_BUDGET_MIN) {

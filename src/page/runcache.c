@@ -157,12 +157,6 @@ static unsigned shortest_from(unsigned n, unsigned hi)
     return 0;
 }
 
-bool runcache_fits(unsigned n)
-{
-    unsigned hi = n + n / PCACHE_FIT_DIV;
-    return rc.runs && n <= RC_MAX_PAGES && shortest_from(n, hi < RC_MAX_PAGES ? hi : RC_MAX_PAGES);
-}
-
 void *runcache_take(unsigned n)
 {
     if (!rc.runs || n > RC_MAX_PAGES)

@@ -26,8 +26,7 @@
     X(pcache_refill, "page cache refills (one lock each)")                    \
     X(pcache_drain, "page cache drains (one lock each)")                      \
     X(pcache_grow, "page cache budgets doubled (drained runs asked for again)") \
-    X(pcache_shrink, "page cache budgets halved or reset (idle, short, a drop)")     \
-    X(pcache_giveback, "page caches' runs given back: the shared heap was short") \
+    X(pcache_shrink, "page cache budgets halved or reset (idle, sparse, a drop)")     \
     X(runcache_take, "medium runs reused whole from the shared run cache")    \
     X(runcache_flush, "parked runs given back to the buddy lists (cap, room)") \
     X(block_map, "pageblocks mapped")                                         \
