@@ -105,7 +105,7 @@ void page_free(struct page_cache *pc, void *run);
 /* Grow or shrink an allocated run in place; false if it cannot grow. */
 bool page_resize(void *run, size_t new_npages);
 void page_cache_drain(struct page_cache *pc);
-/* A new thread heap's cache: empty, at the least budget. */
+/* A new thread heap's cache (zeroed memory): empty, at the least budget. */
 void page_cache_init(struct page_cache *pc, _Atomic uint64_t *stats);
 /* Give every run parked in the shared run cache (runcache.c) back to the
  * buddy lists, so they may merge (a watermark boost). */

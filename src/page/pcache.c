@@ -189,9 +189,9 @@ void page_cache_forget(struct page_cache *pc)
     pcache_budget_reset(pc);
 }
 
+/* pc is zeroed (meta_alloc): its stacks' pages are left untouched */
 void page_cache_init(struct page_cache *pc, _Atomic uint64_t *stats)
 {
-    memset(pc, 0, sizeof *pc);
     pcache_budget_init(&pc->budget, heap_view(), os_now_ms());
     pc->stats = stats;
 }
