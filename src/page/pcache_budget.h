@@ -39,7 +39,7 @@
  * allocations refilled under the page heap lock (a locked instruction
  * that waits for the program's stores to cold memory) and 6.5% of the
  * frees drained; with a fixed 2048, 7% and 0.4%; with this policy 2.1%
- * and 0.25%, 13,600 page faults instead of 19,400 (runs come back at the
+ * and 0.25%, 17,100 page faults instead of 19,400 (runs come back at the
  * addresses they had), and bench_mixed as it was (docs/benchmarks/sizes.md).
  */
 #ifndef SL_PCACHE_BUDGET_H
