@@ -20,7 +20,7 @@ struct page_heap {
     struct block *free_blocks;
     struct block *unmapping;  /* out of the pagemap, unmapped by page_heap_unlock */
     uint8_t *last_mapped;     /* the last block mapped: the next goes below it */
-    size_t nfree_blocks, nblocks;
+    size_t nfree_blocks, nblocks; /* nblocks: stored atomically, read without the lock by pcache.c */
     size_t budget;            /* bytes of pageblocks to stay within (page_set_budget); 0: none */
     size_t blocks_by_type[PB_NTYPES];
     /* purge state */

@@ -144,9 +144,8 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
         return r;
     }
     int saved = errno;
-    unsigned align_order = log2_ceil(align_pages ? align_pages : 1);
     lock_acquire(&page_heap.lock);
-    void *r = take_locked(type, n, align_order, kind, clean);
+    void *r = take_locked(type, n, log2_ceil(align_pages ? align_pages : 1), kind, clean);
     page_heap_unlock();
     errno = r ? saved : ENOMEM; /* a success leaves errno alone, whatever failed on the way */
     purge_maybe();
