@@ -201,6 +201,13 @@ def main():
     gm = {a: geomean([med_m[(b[0], a)] for b in benches]) for a in names}
     lines.append("| **geomean** | " + " | ".join(f"**{gt[a]:.3f}**" for a in names) + " |")
     lines.append("| sluice / x | " + " | ".join(f"{gt['sluice'] / gt[a]:.2f}" for a in names) + " |")
+    if partial:  # a question's answer needs its noise too
+        lines.append("\nSpread of the time (fastest–slowest repeat):\n")
+        lines.append("| benchmark | " + " | ".join(names) + " |")
+        lines.append("|---" * (len(names) + 1) + "|")
+        for b in benches:
+            lines.append(f"| {b[0]} | " + " | ".join(
+                f"{min(times[(b[0], a)]):.4f}–{max(times[(b[0], a)]):.4f}" for a in names) + " |")
     lines.append("\nPeak RSS in MiB (lower is better):\n")
     lines.append("| benchmark | " + " | ".join(names) + " |")
     lines.append("|---" * (len(names) + 1) + "|")

@@ -76,7 +76,7 @@ void block_unmap(struct block *b)
     if (b->anext)
         b->anext->aprev = b->aprev;
     page_heap.blocks_by_type[b->type]--;
-    page_heap.nblocks--;
+    __atomic_store_n(&page_heap.nblocks, page_heap.nblocks - 1, __ATOMIC_RELAXED); /* pcache.c reads it unlocked */
     pagemap_set((uintptr_t)b, SL_BLOCK, 0);
     b->next = page_heap.unmapping; /* its header stays mapped until page_heap_unlock */
     page_heap.unmapping = b;
@@ -300,7 +300,7 @@ static struct block *block_new(enum pb_type type, unsigned order)
     b->list = LIST_NONE;
     b->type = (uint8_t)type;
     block_init(b, type);
-    page_heap.nblocks++;
+    __atomic_store_n(&page_heap.nblocks, page_heap.nblocks + 1, __ATOMIC_RELAXED); /* pcache.c reads it unlocked */
     page_heap.blocks_by_type[type]++;
     stat_add(stats_global, STAT_block_map, 1);
     return b;

@@ -30,12 +30,12 @@
 #include "../options/options.h"
 #include "../stats/stats.h"
 #include "block.h"
+#include "pcache_budget.h"
 
 #define PCACHE_MAX_PAGES 64 /* runs of 1..64 pages (256 KiB) are cached per thread */
 #define PCACHE_DEPTH     16 /* runs parked per length (page.c: pcache_fit) */
 #define PCACHE_SLAB_BATCH 4 /* slabs of one length taken per refill (one lock) */
 #define PCACHE_TYPES     2 /* PB_SLAB and PB_RUN */
-#define PCACHE_BUDGET    512 /* pages one thread may park: 2 MiB */
 #define PCACHE_FIT_DIV   4   /* a medium request may take a parked run up to 1/4 longer */
 
 /* Per-thread page cache. Owned by one thread; no lock. */
@@ -44,6 +44,7 @@ struct page_cache {
     void *runs[PCACHE_TYPES][PCACHE_MAX_PAGES + 1][PCACHE_DEPTH];
     uint64_t nonempty[PCACHE_TYPES]; /* bit n - 1: count[t][n] != 0 */
     unsigned pages;          /* pages parked here (owner writes, anyone reads) */
+    struct pcache_budget budget; /* owner: budget.pages, the pages it may park (pcache_budget.h) */
     _Atomic uint64_t *stats; /* the owning heap's counters */
 };
 
@@ -87,7 +88,7 @@ sl_inline void *page_cache_pop_run(struct page_cache *pc, size_t n)
 sl_inline bool page_cache_push_run(struct page_cache *pc, void *run, struct page *pg)
 {
     unsigned n = pg->h.npages;
-    if (n > PCACHE_MAX_PAGES || pc->count[PCACHE_RUNS][n] >= PCACHE_DEPTH || pc->pages + n > PCACHE_BUDGET ||
+    if (n > PCACHE_MAX_PAGES || pc->count[PCACHE_RUNS][n] >= PCACHE_DEPTH || pc->pages + n > pc->budget.pages ||
         (__atomic_load_n(&block_of(run)->type, __ATOMIC_RELAXED) != PB_RUN && sl_opt.antifrag) || purge_at_once())
         return false;
     pcache_push(pc, PCACHE_RUNS, n, run);
@@ -104,6 +105,8 @@ void page_free(struct page_cache *pc, void *run);
 /* Grow or shrink an allocated run in place; false if it cannot grow. */
 bool page_resize(void *run, size_t new_npages);
 void page_cache_drain(struct page_cache *pc);
+/* A new thread heap's cache (zeroed memory): empty, at the least budget. */
+void page_cache_init(struct page_cache *pc, _Atomic uint64_t *stats);
 /* Give every run parked in the shared run cache (runcache.c) back to the
  * buddy lists, so they may merge (a watermark boost). */
 void page_runcache_flush(void);

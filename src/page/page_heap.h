@@ -20,7 +20,7 @@ struct page_heap {
     struct block *free_blocks;
     struct block *unmapping;  /* out of the pagemap, unmapped by page_heap_unlock */
     uint8_t *last_mapped;     /* the last block mapped: the next goes below it */
-    size_t nfree_blocks, nblocks;
+    size_t nfree_blocks, nblocks; /* nblocks: stored atomically, read without the lock by pcache.c */
     size_t budget;            /* bytes of pageblocks to stay within (page_set_budget); 0: none */
     size_t blocks_by_type[PB_NTYPES];
     /* purge state */
@@ -35,6 +35,11 @@ struct page_heap {
     _Atomic size_t dirty_pages, lazy_pages, active_pages;
     _Atomic size_t thp_dirty_pages; /* of dirty_pages, those in thp blocks: never purged */
     _Atomic size_t lazy_taken;      /* lazy pages handed out again, ever (a drop purge's regret) */
+    _Atomic uint32_t drops;         /* drop purges, ever: page caches fall back to their least budget */
+    /* pages the page caches' budgets have grown past the least, summed
+     * (pcache.c; a fall is added as its two's complement): the shared run
+     * cache parks that much less */
+    _Atomic size_t pcache_extra;
 };
 extern struct page_heap page_heap;
 

@@ -1,8 +1,9 @@
 /* pcache.c — the per-thread page caches in front of the shared page heap
  * (the kernel's per-CPU page lists): page_alloc and page_free. A cache is
  * owned by one thread (no lock); it parks runs of 1..PCACHE_MAX_PAGES
- * pages per length and kind, up to PCACHE_BUDGET pages, refilled and
- * drained in batches under one hold of the page heap lock (page.h).
+ * pages per length and kind, up to its budget (2 to 16 MiB, grown while
+ * the thread reuses what it parks: pcache_budget.h), refilled and drained
+ * in batches under one hold of the page heap lock (page.h).
  */
 #include "page_heap.h"
 
@@ -52,6 +53,34 @@ static unsigned pcache_fit(struct page_cache *pc, int ct, unsigned n)
     return want ? n + 1 + (unsigned)__builtin_ctzll(want) : 0;
 }
 
+/* What the budget's policy reads of the page heap (no lock: counters). */
+static struct pcache_heap_view heap_view(void)
+{
+    size_t active = ld_relaxed(&page_heap.active_pages);
+    size_t mapped = __atomic_load_n(&page_heap.nblocks, __ATOMIC_RELAXED) * BLOCK_USABLE_PAGES;
+    return (struct pcache_heap_view){ .drops = ld_relaxed(&page_heap.drops), .cap = purge_dirty_cap(),
+                                      .active = active, .free = mapped > active ? mapped - active : 0 };
+}
+
+/* A budget moved from old to new pages: the page heap's sum of budgets
+ * beyond the least follows (the shared run cache parks that much less). */
+static void pcache_budget_moved(struct page_cache *pc, unsigned old, unsigned new)
+{
+    if (new == old)
+        return;
+    __atomic_fetch_add(&page_heap.pcache_extra, (size_t)new - old, __ATOMIC_RELAXED); /* wraps for a fall */
+    if (pc->stats)
+        stat_add(pc->stats, new > old ? STAT_pcache_grow : STAT_pcache_shrink, 1);
+}
+
+/* Back to the least budget (a drained or forgotten cache). */
+static void pcache_budget_reset(struct page_cache *pc)
+{
+    unsigned old = pc->budget.pages;
+    pcache_budget_init(&pc->budget, heap_view(), os_now_ms());
+    pcache_budget_moved(pc, old, pc->budget.pages);
+}
+
 /* Refill the cache for (type, n): slabs, whose lengths repeat, with a
  * batch taken under one lock; medium runs, whose lengths vary with the
  * requests, one at a time. Measured (callgrind) on 1000 live runs of
@@ -67,7 +96,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
                                             enum page_kind kind)
 {
     unsigned batch = PCACHE_SLAB_BATCH;
-    if (batch * n > PCACHE_BUDGET / 4 || ct == PCACHE_RUNS)
+    if (batch * n > PCACHE_BUDGET_MIN / 4 || ct == PCACHE_RUNS)
         batch = 1;
     void *first;
     bool clean;
@@ -80,6 +109,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
         pcache_push(pc, ct, n, r);
     }
     page_heap_unlock();
+    pcache_budget_miss(&pc->budget);
     if (pc->stats)
         stat_add(pc->stats, STAT_pcache_refill, 1);
     if (unlikely(sl_opt.publish)) /* a program that only allocates still gets its timeline */
@@ -142,12 +172,15 @@ static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned bud
     purge_maybe();
 }
 
-/* An empty cache (most threads' at their exit) takes no lock: every path
- * that parked or released pages ran purge_maybe already. */
+/* A drained cache (a thread's exit, a request to give back) starts again
+ * at the least budget; an empty one (most threads' at their exit) takes
+ * no lock: every path that parked or released pages ran purge_maybe
+ * already. */
 void page_cache_drain(struct page_cache *pc)
 {
     if (pc->pages)
         pcache_drain(pc, 0, 0, 0);
+    pcache_budget_reset(pc);
 }
 
 void page_cache_forget(struct page_cache *pc)
@@ -155,6 +188,24 @@ void page_cache_forget(struct page_cache *pc)
     memset(pc->count, 0, sizeof pc->count);
     pc->nonempty[0] = pc->nonempty[1] = 0;
     __atomic_store_n(&pc->pages, 0, __ATOMIC_RELAXED);
+    pcache_budget_reset(pc);
+}
+
+/* pc is zeroed (meta_alloc): its stacks' pages are left untouched */
+void page_cache_init(struct page_cache *pc, _Atomic uint64_t *stats)
+{
+    pcache_budget_init(&pc->budget, heap_view(), os_now_ms());
+    pc->stats = stats;
+}
+
+/* The cache is over its budget (or a stack is full): the policy
+ * (pcache_budget.h) says how much it may keep. */
+static unsigned pcache_overflow(struct page_cache *pc)
+{
+    unsigned old = pc->budget.pages;
+    unsigned now = pcache_budget_overflow(&pc->budget, heap_view(), os_now_ms());
+    pcache_budget_moved(pc, old, now);
+    return now;
 }
 
 /* page_free when the run's stack is full or the cache is over its budget,
@@ -163,10 +214,16 @@ static sl_noinline void page_free_slow(struct page_cache *pc, void *run, unsigne
 {
     /* purging at once (SLUICE_DIRTY_DECAY_MS=0) means no run is parked */
     if (pc && ct >= 0 && n <= PCACHE_MAX_PAGES && !purge_at_once()) {
+        unsigned budget = pcache_overflow(pc);
         if (pc->count[ct][n] == PCACHE_DEPTH)
-            pcache_drain(pc, ct, n, PCACHE_BUDGET);
-        else if (pc->pages + n > PCACHE_BUDGET)
-            pcache_drain(pc, ct, 0, PCACHE_BUDGET / 2);
+            pcache_drain(pc, ct, n, budget);
+        else if (pc->pages + n > budget)
+            pcache_drain(pc, ct, 0, budget / 2);
+        /* the drain's purge_maybe found a drop: the runs beyond the least
+         * go now, while the program is still giving memory up, so that
+         * the next drop purge takes them (this free may be its last) */
+        if (pc->budget.drops != ld_relaxed(&page_heap.drops) && pc->pages > PCACHE_BUDGET_MIN / 2)
+            pcache_drain(pc, ct, 0, pcache_overflow(pc) / 2);
         pcache_push(pc, ct, n, run);
         return;
     }
@@ -190,7 +247,7 @@ void page_free(struct page_cache *pc, void *run)
     int ct = cache_stack((enum pb_type)__atomic_load_n(&block_of(run)->type, __ATOMIC_RELAXED),
                          (enum page_kind)pg->h.kind);
     if (likely(pc && ct >= 0 && n <= PCACHE_MAX_PAGES && pc->count[ct][n] < PCACHE_DEPTH &&
-               pc->pages + n <= PCACHE_BUDGET && !purge_at_once()))
+               pc->pages + n <= pc->budget.pages && !purge_at_once()))
         return pcache_push(pc, ct, n, run);
     page_free_slow(pc, run, n, ct);
 }

@@ -426,6 +426,7 @@ static bool drop_may_purge(uint64_t now)
         return false;
     }
     stat_add_shared(STAT_drop_purge, 1);
+    st_relaxed(&page_heap.drops, ld_relaxed(&page_heap.drops) + 1); /* page caches shrink (pcache_budget.h) */
     return true;
 }
 

@@ -22,8 +22,9 @@
  *     dirty cap, and decay like dirty pages (purge.c takes them back
  *     oldest first, advises them and gives them to the buddy; one in a
  *     dense hugepage block goes back unadvised, so as not to split it);
- *   - at most the dirty cap (purge_dirty_cap) is parked: past it the
- *     oldest run goes back to the buddy lists, still dirty;
+ *   - at most the dirty cap (purge_dirty_cap) less the page caches'
+ *     budgets beyond their least (page_heap.pcache_extra) is parked: past
+ *     it the oldest run goes back to the buddy lists, still dirty;
  *   - before a type short of room takes a whole free pageblock, a new one
  *     or another type's piece, parked runs go back to the buddy lists,
  *     oldest first, until one merges into a chunk that fits (page.c,
@@ -35,6 +36,7 @@
 #include "../base/fatal.h"
 #include "../options/options.h"
 #include "../os/os.h"
+#include "decay.h"
 #include "page_heap.h"
 
 #define RC_WORDS (RC_MAX_PAGES / 64)
@@ -108,10 +110,18 @@ bool runcache_park(void *run)
     if (pg->h.kind != PG_RUN || n > RC_MAX_PAGES || purge_at_once() ||
         (block_of(run)->type != PB_RUN && sl_opt.antifrag))
         return false;
-    /* the cap is at least 2 MiB (purge.c), more than the longest run */
-    size_t cap = purge_dirty_cap();
+    /* the cap: of the active pages once this run has left them, less what
+     * the page caches may hold beyond their least budget (pcache_budget.h),
+     * so that runs parked per thread and here add up to what was parked
+     * here alone */
+    size_t cap = decay_dirty_cap(ld_relaxed(&page_heap.active_pages) - n);
+    ptrdiff_t extra = (ptrdiff_t)ld_relaxed(&page_heap.pcache_extra); /* below 0 only if a fork child caught a move */
+    if (extra > 0)
+        cap = cap > (size_t)extra ? cap - (size_t)extra : 0;
     while (ld_relaxed(&rc.pages) + n > cap && runcache_flush_oldest())
         ;
+    if (ld_relaxed(&rc.pages) + n > cap)
+        return false;
     pg->run.parked = true;
     pg->run.parked_ms = os_now_ms();
     pg->run.prev = NULL;

@@ -95,7 +95,12 @@ static void remote_mark(void *p) { *mag_cookie(p) = __atomic_load_n(&heap_cookie
 /* Free of the run whose head descriptor is pg, at p (run_head_at): live
  * while pg->run.req is nonzero (block.h); the exchange lets one of two
  * racing frees through, and a head that is not live (a run parked in a
- * page cache) is a double free. */
+ * page cache) is a double free. An exchange, not a load and a store: the
+ * store would let two frees of one run racing on two threads both pass,
+ * and the run would be handed out twice. Its cost: on x86-64 a locked
+ * instruction waits for every store before it, and the program's last
+ * stores are usually to the cold lines of the run it just got
+ * (bench_sizes 1 4, 32-256 KiB: docs/benchmarks/sizes.md). */
 static void run_free(void *p, struct page *pg)
 {
     if (!__atomic_exchange_n(&pg->run.req, 0, __ATOMIC_RELAXED))

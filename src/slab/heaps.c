@@ -209,7 +209,7 @@ struct heap *heap_get_slow(void)
             mag_set(h, c, MAG_IDLE);
         mag_set(h, SL_CLASS_ZERO, mag_none);
         atomic_store_explicit(&h->ids, &ids_none, memory_order_relaxed);
-        h->pcache.stats = h->stats;
+        page_cache_init(&h->pcache, h->stats);
         h->boost_seen = ld_relaxed(&page_boost_gen_word);
         stat_add(h->stats, STAT_heap_new, 1);
         lock_acquire(&heaps_lock);

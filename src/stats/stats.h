@@ -25,6 +25,8 @@
     X(slab_release, "empty slabs returned to the page layer")                 \
     X(pcache_refill, "page cache refills (one lock each)")                    \
     X(pcache_drain, "page cache drains (one lock each)")                      \
+    X(pcache_grow, "page cache budgets doubled (drained runs asked for again)") \
+    X(pcache_shrink, "page cache budgets halved or reset (idle, sparse, a drop)")     \
     X(runcache_take, "medium runs reused whole from the shared run cache")    \
     X(runcache_flush, "parked runs given back to the buddy lists (cap, room)") \
     X(block_map, "pageblocks mapped")                                         \

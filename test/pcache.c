@@ -1,0 +1,75 @@
+/* A thread's page cache (page/pcache.c) grows its budget while the thread
+ * reuses what it drains, and falls back to the least on a drop: one
+ * thread replaces runs of 32-256 KiB at random (bench_sizes' medium band)
+ * and its cache comes to hold more than the least budget's 2 MiB; then it
+ * frees everything (a drop, the heap sparse) and its cache holds at most
+ * the least budget and one run. The policy (pcache_budget.h) is unit-tested in
+ * unit_pcache_budget with a fake clock; this shows the mechanism. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sluice.h"
+#include "t.h"
+
+#define KiB         1024u
+#define LEAST       (2048u * KiB) /* PCACHE_BUDGET_MIN pages */
+#define LONGEST_RUN (256u * KiB)
+enum { LIVE = 400, REPLACE = 20000 };
+
+static void *live[LIVE];
+static unsigned long long seed = 42;
+static unsigned long long rng(void)
+{
+    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+    return seed;
+}
+
+static void replace(unsigned k)
+{
+    unsigned long long r = rng();
+    sl_free(live[k]);
+    size_t n = 32 * KiB + (size_t)(r >> 20) % (224 * KiB);
+    live[k] = sl_malloc(n);
+    CHECK(live[k] != NULL);
+    ((char *)live[k])[0] = 1;
+}
+
+int main(void)
+{
+    uint64_t most = 0, refills = sl_stat("pcache_refill");
+    for (unsigned k = 0; k < LIVE; k++)
+        replace(k);
+    uint64_t held = 0;
+    for (int i = 0; i < REPLACE; i++) {
+        replace((unsigned)(rng() % LIVE));
+        held = sl_stat("held.page_caches");
+        most = held > most ? held : most;
+    }
+    /* go on until the cache holds more than the least (it grows and
+     * shrinks as the heap turns sparse and dense), then free it all */
+    for (int i = 0; i < REPLACE && held <= LEAST + LONGEST_RUN; i++) {
+        replace((unsigned)(rng() % LIVE));
+        held = sl_stat("held.page_caches");
+    }
+    printf("reuse: the cache held at most %llu KiB; %llu refills in %d replacements; grown %llu times\n",
+           (unsigned long long)(most / KiB), (unsigned long long)(sl_stat("pcache_refill") - refills), REPLACE,
+           (unsigned long long)sl_stat("pcache_grow"));
+    CHECK(sl_stat("pcache_grow") > 0);
+    CHECK(most > LEAST + LONGEST_RUN);
+    CHECK(held > LEAST + LONGEST_RUN);
+
+    uint64_t shrunk = sl_stat("pcache_shrink"), drops = sl_stat("drop_purge");
+    for (unsigned k = 0; k < LIVE; k++) {
+        sl_free(live[k]);
+        live[k] = NULL;
+    }
+    held = sl_stat("held.page_caches");
+    printf("drop: %llu drop purges, the cache holds %llu KiB after the last free\n",
+           (unsigned long long)(sl_stat("drop_purge") - drops), (unsigned long long)(held / KiB));
+    CHECK(sl_stat("drop_purge") > drops);
+    CHECK(sl_stat("pcache_shrink") > shrunk);
+    CHECK(held <= LEAST + LONGEST_RUN);
+    CHECK_EQ(sl_check(), 0);
+    return t_done("pcache");
+}
