@@ -59,12 +59,14 @@ void heap_free_local_slow(struct heap *h, struct slab *s, bool bulk)
 void heap_mag_flush_class(struct heap *h, unsigned cls)
 {
     void **top = h->mag_top[cls];
+    uint64_t n = 0;
     mag_set(h, cls, MAG_IDLE);
-    for (; *top; top++) {
+    for (; *top; top++, n++) {
         void *p = *top; /* keeps the cookie: free, on its slab (free_state.c) */
         bitmap_clear_owner((uintptr_t)p);
         slab_push_owned(h, slab_of_page(page_head(page_of(p))), p, (void **)p);
     }
+    count_add(&h->mag_adj[cls], n); /* out of the magazine, not by malloc (heap.h) */
 }
 
 void heap_mag_flush(struct heap *h)
@@ -173,7 +175,7 @@ static void free_object(struct slab *s, void *p)
 #define MAG_BURST 64
 static bool mag_grow(struct heap *h, unsigned cls)
 {
-    uint32_t now = (uint32_t)ld_relaxed(&h->counts.alloc[cls]);
+    uint32_t now = (uint32_t)heap_count_alloc(h, cls);
     if (now != h->mag_seen[cls]) {
         h->mag_seen[cls] = now;
         h->mag_burst[cls] = 0;
