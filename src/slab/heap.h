@@ -253,7 +253,11 @@ sl_inline uintptr_t tag_slab_head(const void *p, uint32_t t)
  * instructions a pair (bench/pair.sh). Lists linked through the objects
  * (tcmalloc's, glibc tcache's shape) were as fast on the small bands, but
  * malloc then reads the object it returns, cold in a large working set:
- * bench_slots 0.131 -> 0.164 s, 4x the read misses in malloc. */
+ * bench_slots 0.131 -> 0.164 s, 4x the read misses in malloc.
+ * Measured again without mag_first (malloc 17 and free 43 instructions,
+ * 72 a pair): bench_sizes' two small bands level, but `bench_pair N runs`
+ * 0.432 against 0.345 s (medians of 21 interleaved runs, slower in 19),
+ * malloc waiting on the top the last free stored: kept. */
 #define MAG_LIMIT ((void *)1)
 extern void *mag_none[1]; /* { NULL }: the empty magazines of heap_empty */
 extern void *mag_idle[2]; /* { MAG_LIMIT, NULL } */
