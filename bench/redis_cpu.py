@@ -69,9 +69,9 @@ def main():
     a = ap.parse_args()
     allocs = [(n, p) for n, p in ALLOCATORS if n != "glibc" and p and os.path.exists(p)]
     allocs = [(n, None if n == "jemalloc" else p) for n, p in allocs]  # the server's own
-    allocs += [tuple(e.split("=", 1)) for e in a.extra]
     if a.only:
         allocs = [x for x in allocs if x[0] in a.only.split(",")]
+    allocs += [tuple(e.split("=", 1)) for e in a.extra]  # --only names the built-in ones
     res = {n: {name: [] for name, _ in LOADS} for n, _ in allocs}
     rng = random.Random(5)
     for r in range(a.rounds):
