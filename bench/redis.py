@@ -16,12 +16,15 @@ Each run, one allocator, one fresh server (no persistence):
   4. measured from /proc/PID/smaps_rollup and INFO memory: Rss - LazyFree
      over redis's used_memory (what it holds live, by malloc_usable_size),
      and AnonHugePages over Rss (the hugepage coverage);
-  5. throughput: redis-benchmark -t set,get -P 16 -d 512 (requests/s).
-Every repeat runs every allocator once, in a fresh random order; medians.
+  5. throughput: redis-benchmark -t TESTS -P 16 -d 512 (requests/s per
+     command; TESTS set,get unless --tests says).
+Every repeat runs every allocator once, in a fresh random order; medians,
+and for throughput the spread (lowest-highest) too.
 The same seed writes the same commands for every allocator.
 
 Writes bench/results/redis.md.
     python3 bench/redis.py [--repeats N] [--gib G] [--only sluice,...]
+                           [--with NAME=LIB]... [--tests set,get,lpush,...]
 docs/benchmarks/redis.md shows the latest run (its table and chart are
 these files, copied) with its command, machine and date.
 """
@@ -119,13 +122,13 @@ def info_memory(port):
     return {k: v for k, _, v in (line.strip().partition(":") for line in out.splitlines()) if v}
 
 
-def throughput(port):
-    out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "set,get", "-n", "400000", "-P", "16",
+def throughput(port, tests):
+    out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", tests, "-n", "400000", "-P", "16",
                           "-d", "512", "-r", "500000", "-q", "--csv"], capture_output=True, text=True).stdout
     rps = {}
     for line in out.splitlines():
         cells = [c.strip('"') for c in line.split(",")]
-        if len(cells) >= 2 and cells[0] in ("SET", "GET"):
+        if len(cells) >= 2 and cells[1].replace(".", "", 1).isdigit():
             rps[cells[0]] = float(cells[1])
     return rps
 
@@ -136,7 +139,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def one_run(lib, env_extra, gib):
+def one_run(lib, env_extra, gib, tests):
     port = free_port()
     env = dict(os.environ, **env_extra)
     env.pop("LD_PRELOAD", None)
@@ -155,11 +158,11 @@ def one_run(lib, env_extra, gib):
         load_s = time.time() - t0
         time.sleep(IDLE_S)
         r, m = rollup(srv.pid), info_memory(port)
-        rps = throughput(port)
+        rps = throughput(port, tests)
         held = r.get("Rss", 0) - r.get("LazyFree", 0)
         return {"load_s": load_s, "rss_mib": r.get("Rss", 0) / 2**20, "held_over_used": held / int(m["used_memory"]),
                 "thp_pct": 100.0 * r.get("AnonHugePages", 0) / max(r.get("Rss", 1), 1),
-                "used_mib": int(m["used_memory"]) / 2**20, "set_rps": rps.get("SET", -1), "get_rps": rps.get("GET", -1)}
+                "used_mib": int(m["used_memory"]) / 2**20, "rps": rps}
     finally:
         srv.terminate()
         srv.wait()
@@ -170,6 +173,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gib", type=float, default=1.0)
     ap.add_argument("--only", default=None, help="comma-separated allocator names (default: all; glibc is needed)")
+    ap.add_argument("--with", dest="extra", action="append", default=[], metavar="NAME=LIB",
+                    help="also run under LIB, labelled NAME")
+    ap.add_argument("--tests", default="set,get", help="redis-benchmark -t: the commands whose rate is measured")
     a = ap.parse_args()
     if not (shutil.which("redis-server") and shutil.which("redis-benchmark")):
         sys.exit("redis-server and redis-benchmark are needed (Debian: redis-server, redis-tools)")
@@ -177,33 +183,46 @@ def main():
     configs = [(n, libc if n == "glibc" else p, {}) for n, p in ALLOCATORS
                if ((p is None and os.path.exists(libc)) or (p and os.path.exists(p)))
                and (not a.only or n in a.only.split(",") + ["glibc"])]
+    configs += [(n, p, {}) for n, p in (e.split("=", 1) for e in a.extra)]
     res = {c[0]: [] for c in configs}
     rng = random.Random(11)
     for rep in range(a.repeats):
         order = configs[:]
         rng.shuffle(order)
         for label, lib, env in order:
-            res[label].append(one_run(lib, env, a.gib))
+            res[label].append(one_run(lib, env, a.gib, a.tests))
             print(f"  {label}: {res[label][-1]}", file=sys.stderr)
         print(f"repeat {rep + 1}/{a.repeats} done", file=sys.stderr)
 
     def med(label, key):
         return statistics.median(r[key] for r in res[label])
 
-    g_set, g_get = med("glibc", "set_rps"), med("glibc", "get_rps")
+    def rates(label, cmd):
+        return [r["rps"].get(cmd, -1) for r in res[label]]
+
+    cmds = [c for c in res["glibc"][0]["rps"]]
+    extra = "".join(f" --with {e}" for e in a.extra) + (f" --tests {a.tests}" if a.tests != "set,get" else "")
     lines = [f"redis-server 7.0 (Debian), {a.gib:g} GiB of mixed-size values with expiries, then more writes "
              f"and {IDLE_S} s idle; medians of {a.repeats} interleaved runs (`python3 bench/redis.py --repeats "
-             f"{a.repeats} --gib {a.gib:g}{' --only ' + a.only if a.only else ''}`). Held: Rss - LazyFree over redis's used_memory; THP: AnonHugePages "
-             "over Rss; throughput: redis-benchmark -t set,get -P 16 -d 512, requests/s (ratio to glibc).",
+             f"{a.repeats} --gib {a.gib:g}{' --only ' + a.only if a.only else ''}{extra}`). Held: Rss - LazyFree over "
+             "redis's used_memory; THP: AnonHugePages over Rss.",
              "",
-             "| allocator | used MiB | Rss MiB | held/used | THP of Rss | SET/s | GET/s | load s |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| allocator | used MiB | Rss MiB | held/used | THP of Rss | load s |",
+             "|---|---|---|---|---|---|"]
     for label, _, _ in configs:
         lines.append(f"| {label} | {med(label, 'used_mib'):.0f} | {med(label, 'rss_mib'):.0f} | "
-                     f"{med(label, 'held_over_used'):.3f} | {med(label, 'thp_pct'):.0f}% | "
-                     f"{med(label, 'set_rps'):,.0f} ({med(label, 'set_rps') / g_set:.2f}) | "
-                     f"{med(label, 'get_rps'):,.0f} ({med(label, 'get_rps') / g_get:.2f}) | "
-                     f"{med(label, 'load_s'):.1f} |")
+                     f"{med(label, 'held_over_used'):.3f} | {med(label, 'thp_pct'):.0f}% | {med(label, 'load_s'):.1f} |")
+    lines += ["", f"Throughput: redis-benchmark -t {a.tests} -P 16 -d 512, thousands of requests/s: median "
+              "(ratio to glibc's median) and the spread, lowest-highest.", "",
+              "| command | " + " | ".join(c[0] for c in configs) + " |", "|---" * (len(configs) + 1) + "|"]
+    for cmd in cmds:
+        g = statistics.median(rates("glibc", cmd))
+        cells = []
+        for label, _, _ in configs:
+            v = rates(label, cmd)
+            cells.append(f"{statistics.median(v) / 1e3:,.0f} ({statistics.median(v) / g:.2f}) "
+                         f"{min(v) / 1e3:,.0f}-{max(v) / 1e3:,.0f}")
+        lines.append(f"| {cmd} | " + " | ".join(cells) + " |")
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "redis.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -13,6 +13,10 @@
  *   free_list     the owner's magazine went back to the slab (sl_purge)
  *   slab_gone     its slab went back to the page layer
  * second by: owner (the allocating thread), self (U itself), other (W).
+ * malloc_usable_size of a freed pointer is a misuse too, reported the
+ * same way from every row (its fast path, heap_usable_fast, answers
+ * only for an object that is live by its live bit and cookie; a live
+ * block holding a freed one's bytes gets its size).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +43,13 @@ static void *free_victim(void *arg)
 {
     (void)arg;
     sl_free(victim);
+    return NULL;
+}
+
+static void *usable_victim(void *arg)
+{
+    (void)arg;
+    (void)sl_usable_size(victim);
     return NULL;
 }
 
@@ -73,7 +84,10 @@ static void *u_thread(void *arg)
     sem_post(&u_freed);
     wait_sem(&u_again);
     if (u_second) {
-        sl_free(victim);
+        if (u_second == 2)
+            (void)sl_usable_size(victim);
+        else
+            sl_free(victim);
         sem_post(&u_freed); /* not reported */
     }
     for (;;)
@@ -185,6 +199,46 @@ static void run_case(const char *name)
         alloc_victim();
         sl_free(victim);
         (void)sl_usable_size(victim);
+    } else if (!strcmp(name, "usable_after_magazine_other")) {
+        alloc_victim();
+        sl_free(victim);
+        in_thread(usable_victim, NULL);
+    } else if (!strcmp(name, "usable_after_batch_owner")) {
+        alloc_victim();
+        start_u();
+        (void)sl_usable_size(victim);
+    } else if (!strcmp(name, "usable_after_batch_self")) {
+        alloc_victim();
+        start_u();
+        u_second = 2;
+        sem_post(&u_again);
+        wait_sem(&u_freed);
+    } else if (!strcmp(name, "usable_after_batch_other")) {
+        alloc_victim();
+        start_u();
+        in_thread(usable_victim, NULL);
+    } else if (!strcmp(name, "usable_after_remote_bit")) {
+        alloc_victim();
+        in_thread(free_victim, NULL); /* its exit flushes the batch */
+        (void)sl_usable_size(victim);
+    } else if (!strcmp(name, "usable_after_free_list")) {
+        alloc_victim();
+        sl_free(victim);
+        sl_purge();
+        (void)sl_usable_size(victim);
+    } else if (!strcmp(name, "usable_after_owner_bulk")) {
+        alloc_victim(); /* no mark: the live bit tells */
+        void *v[1] = { victim };
+        sl_free_bulk(v, 1);
+        (void)sl_usable_size(victim);
+    } else if (!strcmp(name, "usable_after_slab_gone")) {
+        victim = sl_malloc(3000);
+        sl_free(victim);
+        sl_purge();
+        (void)sl_usable_size(victim);
+    } else if (!strcmp(name, "usable_interior_grain")) {
+        alloc_victim(); /* 16-byte aligned, in a live object, not its start */
+        (void)sl_usable_size((char *)victim + 16);
     } else if (!strcmp(name, "owner_bulk_then_other")) {
         /* the owner's bulk free writes nothing into the object (no mark):
          * the other thread's free is caught by the owner's collect */
@@ -223,6 +277,15 @@ static void run_case(const char *name)
         in_thread(bulk_thread, v);
         sl_purge();
         exit(0);
+    } else if (!strcmp(name, "copied_usable")) {
+        char *a = sl_malloc(32), *b = sl_malloc(32);
+        sl_free(a);
+        memcpy(b, a, 32); /* b's second word is the cookie: the full check finds it live */
+        CHECK_EQ(sl_usable_size(b), 32);
+        victim = b;
+        in_thread(usable_victim, NULL); /* and so does another thread */
+        sl_free(b);
+        exit(t_fail ? 1 : 0);
     } else if (!strcmp(name, "copied_realloc")) {
         char *a = sl_malloc(32), *b = sl_malloc(32);
         sl_free(a);
@@ -271,11 +334,21 @@ static const struct expect cases[] = {
     { "bulk_remote_then_owner", "sluice: double free of 0x" },
     { "realloc_after_batch", "sluice: realloc of freed memory at 0x" },
     { "usable_after_magazine", "sluice: double free of 0x" },
+    { "usable_after_magazine_other", "sluice: double free of 0x" },
+    { "usable_after_batch_owner", "sluice: double free of 0x" },
+    { "usable_after_batch_self", "sluice: double free of 0x" },
+    { "usable_after_batch_other", "sluice: double free of 0x" },
+    { "usable_after_remote_bit", "sluice: double free of 0x" },
+    { "usable_after_free_list", "sluice: double free of 0x" },
+    { "usable_after_owner_bulk", "sluice: double free of 0x" },
+    { "usable_after_slab_gone", "sluice: double free of 0x" },
+    { "usable_interior_grain", "sluice: free of an interior pointer 0x" },
     { "owner_bulk_then_other", "sluice: double free" },
     { "copied_owner", NULL },
     { "copied_other", NULL },
     { "copied_bulk_other", NULL },
     { "copied_realloc", NULL },
+    { "copied_usable", NULL },
 };
 
 int main(int argc, char **argv)

@@ -428,6 +428,16 @@ static void sizes(void)
         CHECK_EQ(nallocx(req[i], 0), malloc_usable_size(p));
         free(p);
     }
+    /* every size up to 32 KiB, each in its slab class (malloc_usable_size
+     * answers a live malloc-class object from its page tag: heap.h,
+     * heap_usable_fast), and aligned ones, whose classes are the same */
+    for (size_t n = 1; n <= 32768; n += n < 1024 ? 1 : 61) {
+        void *p = malloc(n), *q = aligned_alloc(64, n);
+        CHECK_EQ(nallocx(n, 0), malloc_usable_size(p));
+        CHECK_EQ(nallocx(n, 6), malloc_usable_size(q)); /* MALLOCX_LG_ALIGN(6) */
+        free(p);
+        free(q);
+    }
     void *a = aligned_alloc(4096, 100);
     CHECK_EQ(nallocx(100, 12), malloc_usable_size(a)); /* MALLOCX_LG_ALIGN(12) */
     free(a);

@@ -234,6 +234,42 @@ static void test_malloc_class(void)
     check_every_row("after sl_purge");
 }
 
+static void *free_all(void *arg)
+{
+    void **o = arg;
+    for (int i = 0; i < 1000; i++)
+        sl_free(o[i]);
+    return NULL; /* its exit flushes its batch: the bits are set */
+}
+
+/* Remote frees that the owner's malloc collects into its magazine (a
+ * collect with fill, heap.c): no free of the owner's put them there, yet
+ * they leave it by malloc like any it pushed. The magazine's frees are
+ * counted by its top's moves (heap.h, heap_count_free). */
+static void test_malloc_collected(void)
+{
+    enum { N = 1000 };
+    static void *o[N];
+    uint64_t a0 = ctl_u64("cache.malloc-96.allocations"), f0 = ctl_u64("cache.malloc-96.frees");
+    for (int i = 0; i < N; i++)
+        o[i] = sl_malloc(96);
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, free_all, o), 0);
+    pthread_join(t, NULL);
+    for (int i = 0; i < N; i++) /* the current slab is exhausted: the next collect fills the magazine */
+        o[i] = sl_malloc(96);
+    CHECK_EQ(ctl_u64("cache.malloc-96.allocations") - a0, 2 * N);
+    CHECK_EQ(ctl_u64("cache.malloc-96.frees") - f0, N);
+    check_every_row("malloc, remote frees collected into the magazine");
+    for (int i = 0; i < N; i++)
+        sl_free(o[i]);
+    CHECK_EQ(ctl_u64("cache.malloc-96.frees") - f0, 2 * N);
+    check_every_row("malloc, collected and freed again");
+    sl_purge();
+    CHECK_EQ(ctl_u64("cache.malloc-96.frees") - f0, 2 * N);
+    check_every_row("malloc, collected, after sl_purge");
+}
+
 /* The table in both outputs. */
 static void test_outputs(void)
 {
@@ -262,6 +298,7 @@ int main(void)
 {
     test_cache();
     test_malloc_class();
+    test_malloc_collected();
     test_outputs();
     CHECK(check_every_row("at the end") > 0);
     return t_done("slabinfo");

@@ -461,7 +461,15 @@ void *sl_reallocarray(void *p, size_t n, size_t size)
     return sl_realloc(p, total); /* realloc's address: valgrind's where it replaced realloc */
 }
 
-size_t sl_usable_size(const void *p) { return p ? usable_checked(p, "malloc_usable_size") : 0; }
+size_t sl_usable_size(const void *p)
+{
+    size_t n;
+    if (likely(heap_usable_fast(p, &n))) { /* a live malloc-class object (slab/heap.h) */
+        sl_assert(n == heap_usable_size((void *)p));
+        return n;
+    }
+    return p ? usable_checked(p, "malloc_usable_size") : 0;
+}
 
 void *sl_aligned_alloc(size_t align, size_t n)
 {

@@ -1,4 +1,12 @@
-/* pagemap.c — leaf creation and range updates; see pagemap.h. */
+/* pagemap.c — leaf creation and range updates; see pagemap.h.
+ *
+ * A leaf's mapping holds, past its 2^16 entries, a summary: one bit per
+ * group of 64 entries, set (and never cleared) once an entry of the group
+ * has been set nonzero. pagemap_walk visits only the groups marked, so a
+ * walk costs the granules ever used instead of 65,536 loads a leaf: the
+ * statistics walk twice (resident bytes, runs) whenever a program asks
+ * for them, and redis asks every 100 ms (jemalloc's "stats.resident" and
+ * "stats.active": ~1 M instructions a time without the summary). */
 #include "pagemap.h"
 
 #include "../os/os.h"
@@ -23,12 +31,18 @@ static void blocks_update(uintptr_t g, bool block)
         atomic_fetch_and_explicit(w, ~bit, memory_order_release);
 }
 
+#define PM_GROUPS ((1u << PM_LEAF_BITS) / 64) /* the summary's bits */
+#define LEAF_BYTES ((sizeof(uintptr_t) << PM_LEAF_BITS) + PM_GROUPS / 8)
+
+/* The summary of a leaf (not pagemap_zero_leaf, which has none). */
+static _Atomic uint64_t *leaf_summary(_Atomic uintptr_t *leaf) { return (_Atomic uint64_t *)&leaf[1u << PM_LEAF_BITS]; }
+
 static _Atomic uintptr_t *leaf_get_or_create(uintptr_t top)
 {
     _Atomic uintptr_t *leaf = pagemap_leaf(top);
     if (leaf != pagemap_zero_leaf)
         return leaf;
-    size_t bytes = sizeof(uintptr_t) << PM_LEAF_BITS;
+    size_t bytes = LEAF_BYTES;
     _Atomic uintptr_t *fresh = os_map(bytes);
     if (!fresh)
         return NULL;
@@ -59,8 +73,12 @@ bool pagemap_set(uintptr_t base, size_t size, uintptr_t value)
         }
         if (!(value & PM_BLOCK))
             blocks_update(a >> SL_BLOCK_SHIFT, false);
-        atomic_store_explicit(&leaf[(a >> SL_BLOCK_SHIFT) & ((1u << PM_LEAF_BITS) - 1)], value,
-                              memory_order_release);
+        uintptr_t i = (a >> SL_BLOCK_SHIFT) & ((1u << PM_LEAF_BITS) - 1);
+        atomic_store_explicit(&leaf[i], value, memory_order_release);
+        _Atomic uint64_t *sum = &leaf_summary(leaf)[i / 64 / 64];
+        uint64_t bit = (uint64_t)1 << (i / 64 % 64);
+        if (value && !(atomic_load_explicit(sum, memory_order_relaxed) & bit))
+            atomic_fetch_or_explicit(sum, bit, memory_order_release); /* after the entry */
         if (value & PM_BLOCK)
             blocks_update(a >> SL_BLOCK_SHIFT, true);
     }
@@ -73,10 +91,16 @@ void pagemap_walk(void (*fn)(uintptr_t granule, uintptr_t entry, void *arg), voi
         _Atomic uintptr_t *leaf = pagemap_leaf(top);
         if (leaf == pagemap_zero_leaf)
             continue;
-        for (uintptr_t i = 0; i < (1u << PM_LEAF_BITS); i++) {
-            uintptr_t e = atomic_load_explicit(&leaf[i], memory_order_acquire);
-            if (e)
-                fn(((top << PM_LEAF_BITS) | i) << SL_BLOCK_SHIFT, e, arg);
+        for (unsigned w = 0; w < PM_GROUPS / 64; w++) {
+            uint64_t groups = atomic_load_explicit(&leaf_summary(leaf)[w], memory_order_acquire);
+            for (; groups; groups &= groups - 1) {
+                uintptr_t g = (uintptr_t)w * 64 + (unsigned)__builtin_ctzll(groups);
+                for (uintptr_t i = g * 64; i < g * 64 + 64; i++) {
+                    uintptr_t e = atomic_load_explicit(&leaf[i], memory_order_acquire);
+                    if (e)
+                        fn(((top << PM_LEAF_BITS) | i) << SL_BLOCK_SHIFT, e, arg);
+                }
+            }
         }
     }
 }

@@ -168,6 +168,8 @@ static unsigned collect(struct heap *h, struct slab *s, bool fill)
         mag_layout(h, cls);
     struct mag_fill f = { .top = h->mag_top[cls], .mark = mag_mark(h, cls) };
     unsigned n = heap_slab_collect(h, s, &f);
+    /* in the magazine, not by free: counted out of its pushes (heap.h) */
+    count_add(&h->mag_adj[cls], -(uint64_t)(h->mag_top[cls] - f.top));
     mag_set(h, cls, f.top);
     return n;
 }
@@ -318,12 +320,13 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
     if (p) { /* remote frees collected into the magazine */
         mag_set(h, cls, top + 1);
         *mag_cookie(p) = 0;
+        count_add(&h->mag_pops[cls], 1); /* a pop, as on the fast path */
     } else {
         p = s->free;
         slab_pop_owned(s, p, (void **)p);
         *mag_cookie(p) = 0;
+        count_add(&h->counts.alloc[cls], 1);
     }
-    count_add(&h->counts.alloc[cls], 1);
     return p;
 }
 

@@ -49,9 +49,11 @@
  *
  * Fast path budget: no lock, no atomic RMW, no call. malloc: TLS load, class
  * arithmetic, pop the magazine (clear the cookie) or the current slab's
- * freelist (set the bitmap bit), count. free: pagemap lookup (two loads),
- * page tag compare, bitmap test, cookie test, magazine push, count.
- * Everything else goes to a *_slow function.
+ * freelist (set the bitmap bit), count (a pop in mag_pops). free: pagemap
+ * lookup (two loads), page tag compare, bitmap test, cookie test, magazine
+ * push, no count (the top's move counts it: heap_count_free). 18 and 44
+ * instructions on x86-64 (gcc 12, -O2), 74 a pair with the loop
+ * (bench/pair.sh). Everything else goes to a *_slow function.
  *
  * A thread starts on heap_empty (every class's current slab is an empty
  * dummy), so the first malloc falls into the slow path, which gives the
@@ -102,8 +104,11 @@ extern struct heap_ids ids_none; /* all keys 0: matches no cache */
  * count what they counted before, in a slot of their class instead of
  * one word), never on its way through magazines, remote batches and the
  * remote-free bitmap; so for each cache, alloc - free summed over the
- * heaps is its objects that are handed out now. A destroyed cache's
- * slots are added to the totals and zeroed (heaps.c: heap_id_close). */
+ * heaps is its objects that are handed out now. For a malloc class the
+ * magazines keep part of the count (mag_pops, mag_adj: read through
+ * heap_count_alloc and heap_count_free, never these arrays alone). A
+ * destroyed cache's slots are added to the totals and zeroed (heaps.c:
+ * heap_id_close). */
 struct heap_counts {
     _Atomic uint64_t alloc[SL_NIDS], free[SL_NIDS], remote[SL_NIDS], bulk[SL_NIDS];
 };
@@ -140,7 +145,7 @@ struct heap {
                                           * class_mag_cap << this, at most its room */
     uint16_t mag_burst[SL_NCLASSES];     /* owner: frees past the full magazine in a row
                                           * with no malloc between (mag_grow) */
-    uint32_t mag_seen[SL_NCLASSES];      /* owner: counts.alloc[class] at the last of them */
+    uint32_t mag_seen[SL_NCLASSES];      /* owner: heap_count_alloc(class) at the last of them */
     /* What a thread's exit and a drain visit (heaps.c heap_reclaim,
      * heap_mag_flush): the cache ids and magazines h may hold something
      * in, instead of all SL_NIDS ids and SL_NCLASSES magazines. Written on
@@ -155,6 +160,13 @@ struct heap {
                                           * laid out (mag_layout), clear while it is idle */
     struct heap_counts counts;           /* owner writes (heap_empty's: any thread, atomic
                                           * adds), anyone reads */
+    /* The magazines' share of counts (owner writes, anyone reads; see
+     * heap_count_free): mallocs that popped a magazine, which count here
+     * instead of in counts.alloc; and per magazine, the objects that left
+     * it other than by malloc (flushed back to their slabs) less those
+     * that entered it other than by free (a collect's remote frees), mod
+     * 2^64. Zero for heap_empty, which has no magazines. */
+    _Atomic uint64_t mag_pops[SL_NCLASSES], mag_adj[SL_NCLASSES];
 };
 
 extern struct heap heap_empty;
@@ -165,7 +177,7 @@ sl_inline void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
     else
         stat_add_shared(id, n);
 }
-/* Add 1 to h->counts.array[id] (array: alloc or free) on a fast path:
+/* Add 1 to h->array[id] (array: counts.alloc, counts.free, mag_pops) on a fast path:
  * count_add, with the address spelt out from h and id, which the fast
  * paths hold in registers anyway. Through count_add's "+m" operand the
  * compiler computed the slot's address into a register of its own, one
@@ -174,9 +186,9 @@ sl_inline void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
  * elsewhere, so no copy of it is held across the add. */
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define heap_count_fast(h, array, id)                                                                                 \
-    __asm__("addq $1, %c2(%0,%1,8)" : : "r"(h), "r"((size_t)(id)), "i"(offsetof(struct heap, counts.array)))
+    __asm__("addq $1, %c2(%0,%1,8)" : : "r"(h), "r"((size_t)(id)), "i"(offsetof(struct heap, array)))
 #else
-#define heap_count_fast(h, array, id) count_add(&(h)->counts.array[id], 1)
+#define heap_count_fast(h, array, id) count_add(&(h)->array[id], 1)
 #endif
 /* Add n to one of h's per-cache counts (&h->counts.X[id]); heap_empty's
  * (a thread with no heap, slow paths only) with an atomic add. */
@@ -253,7 +265,11 @@ sl_inline uintptr_t tag_slab_head(const void *p, uint32_t t)
  * instructions a pair (bench/pair.sh). Lists linked through the objects
  * (tcmalloc's, glibc tcache's shape) were as fast on the small bands, but
  * malloc then reads the object it returns, cold in a large working set:
- * bench_slots 0.131 -> 0.164 s, 4x the read misses in malloc. */
+ * bench_slots 0.131 -> 0.164 s, 4x the read misses in malloc.
+ * Measured again without mag_first (malloc 17 and free 43 instructions,
+ * 72 a pair): bench_sizes' two small bands level, but `bench_pair N runs`
+ * 0.432 against 0.345 s (medians of 21 interleaved runs, slower in 19),
+ * malloc waiting on the top the last free stored: kept. */
 #define MAG_LIMIT ((void *)1)
 extern void *mag_none[1]; /* { NULL }: the empty magazines of heap_empty */
 extern void *mag_idle[2]; /* { MAG_LIMIT, NULL } */
@@ -273,7 +289,35 @@ sl_inline void mag_set(struct heap *h, size_t cls, void **top)
 sl_inline unsigned mag_count(struct heap *h, unsigned cls)
 {
     void **top = __atomic_load_n(&h->mag_top[cls], __ATOMIC_RELAXED);
-    return top == MAG_IDLE ? 0 : (unsigned)(mag_end(h, cls) - top);
+    return top == MAG_IDLE || top == mag_none ? 0 : (unsigned)(mag_end(h, cls) - top);
+}
+
+/* h's counts of cache id as the program made them (heap_counts): a
+ * malloc class's mallocs are counted in two places, by where they took
+ * the object (the magazine: mag_pops); its frees into a magazine are not
+ * counted when they are made (one add less on the free fast path, and one
+ * line less: 45 -> 44 instructions), since every object that entered a
+ * magazine by free has left it by malloc, left it otherwise (mag_adj), or
+ * is in it now:
+ *   pushes = mag_pops + mag_adj + mag_count.
+ * Read by any thread without the owner's cooperation, like every count:
+ * the owner moves the top before it counts a pop, so a reader that reads
+ * the pops first never counts a push that a malloc took back twice; a
+ * reader racing a flush or a collect may be off by what moved meanwhile,
+ * as a walk of any counts is off by what changed during it. */
+sl_inline uint64_t heap_count_alloc(struct heap *h, unsigned id)
+{
+    uint64_t n = ld_relaxed(&h->counts.alloc[id]);
+    return id < SL_NCLASSES ? n + ld_relaxed(&h->mag_pops[id]) : n;
+}
+sl_inline uint64_t heap_count_free(struct heap *h, unsigned id)
+{
+    uint64_t n = ld_relaxed(&h->counts.free[id]);
+    if (id >= SL_NCLASSES)
+        return n;
+    uint64_t pops = ld_relaxed(&h->mag_pops[id]); /* before the top: see above */
+    unsigned held = mag_count(h, id);
+    return n + pops + held + ld_relaxed(&h->mag_adj[id]);
 }
 
 /* The word of a free object that holds heap_cookie while it is in a
@@ -310,6 +354,7 @@ sl_inline void *heap_alloc_small(size_t n)
     if (likely(p)) {
         mag_set(h, cls, h->mag_top[cls] + 1);
         *mag_cookie(p) = 0; /* live bit kept while in the magazine */
+        heap_count_fast(h, mag_pops, cls);
     } else {
         struct slab *s = h->cur[cls];
         p = s->free;
@@ -317,8 +362,8 @@ sl_inline void *heap_alloc_small(size_t n)
             return heap_alloc_small_slow(h, cls);
         slab_pop_owned(s, p, (void **)p);
         *mag_cookie(p) = 0; /* a freer's mark that a collect left (see the top) */
+        heap_count_fast(h, counts.alloc, cls);
     }
-    heap_count_fast(h, alloc, cls);
     return p;
 }
 
@@ -354,7 +399,7 @@ sl_inline void heap_free_owned(struct heap *h, struct slab *s, void *p, void **l
                                uint64_t v)
 {
     st_relaxed(w, v);
-    heap_count_fast(h, free, s->cls);
+    heap_count_fast(h, counts.free, s->cls);
     slab_push_owned(h, s, p, link);
 }
 
@@ -400,15 +445,15 @@ void heap_free_hint_check(void *p, struct slab *s);
 bool heap_is_freed(void *p);
 
 /* Push p (validated, not in the magazine) onto h's magazine of class cls,
- * or free it to its slab if the magazine is full. */
+ * or free it to its slab if the magazine is full. Not counted: the push
+ * is (heap_count_free). */
 sl_inline void heap_mag_push(struct heap *h, void *p, unsigned cls)
 {
     void **top = h->mag_top[cls] - 1;
     sl_assert((ld_relaxed(page_tag((uintptr_t)p)) & ((1u << TAG_PAGE_SHIFT) - 1)) == cls);
     if (unlikely(*top == MAG_LIMIT))
         return heap_free_mag_full_slow(h, p);
-    heap_count_fast(h, free, cls);
-    *mag_cookie(p) = h->cookie;
+    *mag_cookie(p) = h->cookie; /* counted by the top's move: heap_count_free */
     __atomic_store_n(top, p, __ATOMIC_RELAXED); /* read by free_state_find */
     st_release64(&h->mag_top[cls], top);
     h->mag_first[cls] = p;
@@ -443,6 +488,33 @@ sl_inline void heap_free_block_tagged(void *p, uint32_t tag)
 /* The same, with p's page tag loaded by the caller (a sized free has read
  * it for the class). */
 sl_inline void heap_free_block(void *p) { heap_free_block_tagged(p, ld_relaxed(page_tag((uintptr_t)p))); }
+
+/* malloc_usable_size's fast path, free's checks without the write: is p
+ * a live malloc-class object (then its usable size goes to *n)? If not,
+ * the caller takes the full check, which reports what is not live. Live
+ * here is: a 16-byte aligned address in a pageblock (the block's header
+ * is then mapped), a page tag (a malloc slab's page; runs, user caches
+ * and zero-size slots have none), its live bit (an object start, not on
+ * a free list; checked mode's pointers never have one), and a second word
+ * that is not the cookie. An object that is free but keeps its live bit
+ * (in a magazine, in a remote batch, with its remote-free bit set) always
+ * carries the cookie (the table in free_state.c), so it goes to the full
+ * check, which finds it there and reports it; so does a live object
+ * whose bytes only look freed, which the full check finds live. redis
+ * sizes every allocation and every free this way (2.7 calls a malloc):
+ * ~94 instructions a call through the full check, 33 here. */
+sl_inline bool heap_usable_fast(const void *p, size_t *n)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (unlikely(!pagemap_is_block_grain(a)))
+        return false;
+    uint32_t t = ld_relaxed(page_tag(a));
+    if (unlikely(!t) || unlikely(!bit_test64(ld_relaxed(bitmap_word(a)), a >> SL_GRAIN_SHIFT)) ||
+        unlikely(*mag_cookie((void *)p) == heap_cookie)) /* set once, before the first heap */
+        return false;
+    *n = class_size[t & ((1u << TAG_PAGE_SHIFT) - 1)];
+    return true;
+}
 
 /* Free of p in a pageblock now, whoever owns it (validated here). */
 void heap_free_block_now(void *p);

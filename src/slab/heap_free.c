@@ -56,10 +56,12 @@ void heap_free_local_slow(struct heap *h, struct slab *s, bool bulk)
         slab_release(h, s, &h->pcache);
 }
 
-/* The objects of a magazine's slots [top, stop), taken off it already
- * (its top moved past them), go back to their slabs. */
-static void mag_to_slabs(struct heap *h, void **top, void **stop)
+/* The objects of magazine cls's slots [top, stop), taken off it already
+ * (its top moved past them), go back to their slabs; they left it other
+ * than by malloc (mag_adj, heap.h). */
+static void mag_to_slabs(struct heap *h, unsigned cls, void **top, void **stop)
 {
+    count_add(&h->mag_adj[cls], (uint64_t)(stop - top));
     for (; top < stop; top++) {
         void *p = *top; /* keeps the cookie: free, on its slab (free_state.c) */
         bitmap_clear_owner((uintptr_t)p);
@@ -73,7 +75,7 @@ void heap_mag_flush_class(struct heap *h, unsigned cls)
     mag_set(h, cls, MAG_IDLE);
     h->mags_held[cls / 64] &= ~((uint64_t)1 << (cls % 64));
     if (top != MAG_IDLE)
-        mag_to_slabs(h, top, mag_end(h, cls));
+        mag_to_slabs(h, cls, top, mag_end(h, cls));
 }
 
 /* Only the magazines laid out (mags_held): a thread's exit visits the
@@ -190,7 +192,7 @@ static void free_object(struct slab *s, void *p)
 #define MAG_BURST 64
 static bool mag_grow(struct heap *h, unsigned cls)
 {
-    uint32_t now = (uint32_t)ld_relaxed(&h->counts.alloc[cls]);
+    uint32_t now = (uint32_t)heap_count_alloc(h, cls);
     if (now != h->mag_seen[cls]) {
         h->mag_seen[cls] = now;
         h->mag_burst[cls] = 0;
@@ -217,7 +219,7 @@ static void mag_spill(struct heap *h, unsigned cls)
 {
     void **top = h->mag_top[cls], **stop = top + (mag_depth(h, cls) + 1) / 2;
     mag_set(h, cls, stop);
-    mag_to_slabs(h, top, stop);
+    mag_to_slabs(h, cls, top, stop);
 }
 
 void heap_free_mag_full_slow(struct heap *h, void *p)

@@ -355,8 +355,8 @@ bool heaps_batch_holds(const void *p, struct heap *self)
 static void add_counts(struct heap *h, uint64_t c[STAT_COUNT])
 {
     for (unsigned id = 0; id < heap_ids_hi; id++) {
-        c[STAT_alloc_small] += ld_relaxed(&h->counts.alloc[id]);
-        c[STAT_free_small] += ld_relaxed(&h->counts.free[id]) - ld_relaxed(&h->counts.remote[id]);
+        c[STAT_alloc_small] += heap_count_alloc(h, id);
+        c[STAT_free_small] += heap_count_free(h, id) - ld_relaxed(&h->counts.remote[id]);
     }
 }
 
@@ -510,6 +510,7 @@ void heap_fork_child(void)
          * their slabs' free lists (an object pushed but not yet counted
          * in by the top stays live: lost) */
         for (unsigned c = 0; c < SL_NCLASSES; c++) {
+            count_add(&h->mag_adj[c], mag_count(h, c)); /* out, not by malloc (heap.h) */
             for (void **top = h->mag_top[c]; *top; top++) {
                 *mag_cookie(*top) = 0;
                 bitmap_clear_owner((uintptr_t)*top);

@@ -80,8 +80,8 @@ static void add_heap(struct walk *w, struct heap *h)
     for (unsigned i = 0; i < w->n && w->first + i < heap_ids_hi; i++) {
         unsigned id = w->first + i;
         struct acc *a = &w->acc[i];
-        a->alloc += ld_relaxed(&h->counts.alloc[id]);
-        a->free += ld_relaxed(&h->counts.free[id]);
+        a->alloc += heap_count_alloc(h, id);
+        a->free += heap_count_free(h, id);
         a->remote += ld_relaxed(&h->counts.remote[id]);
         a->bulk += ld_relaxed(&h->counts.bulk[id]);
         if (id < SL_NCLASSES && h != &heap_empty)
