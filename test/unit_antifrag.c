@@ -1,7 +1,8 @@
 /* Unit: the anti-fragmentation policy (src/page/antifrag.h) as pure
  * functions with a fake clock: the fallback table, headroom and
  * watermarks, the boost's rise, cap and lapse, the deficit reclaim works
- * off, when a steal re-types a block, and which events are serious. No
+ * off, when a steal re-types a block, which events are serious, and which
+ * type a malloc class's slabs go in. No
  * threads, no sleeps. */
 #include "../src/page/antifrag.h"
 #include "t.h"
@@ -54,5 +55,12 @@ int main(void)
     /* serious: a long-lived piece in a block of transient runs */
     CHECK(af_serious(PB_SLAB, PB_RUN) && af_serious(PB_RECLAIM, PB_RUN));
     CHECK(!af_serious(PB_RUN, PB_SLAB) && !af_serious(PB_SLAB, PB_RECLAIM));
+
+    /* placement: many objects to a slab (records) in SLAB blocks, few
+     * (buffers) beside the medium runs */
+    CHECK_EQ(af_slab_type(AF_SLAB_DENSE_OBJECTS), PB_SLAB);
+    CHECK_EQ(af_slab_type(4096), PB_SLAB);
+    CHECK_EQ(af_slab_type(AF_SLAB_DENSE_OBJECTS - 1), PB_RUN);
+    CHECK_EQ(af_slab_type(2), PB_RUN);
     return t_done("unit_antifrag");
 }

@@ -21,6 +21,9 @@
  *             (steal_suitable_fallback): the taker will fill it
  *   serious   a SLAB or RECLAIM piece in a RUN block: long-lived objects
  *             pin a block of transient buffers
+ *   placement a malloc class's slabs go in SLAB blocks when a slab holds
+ *             many objects (small ones: 512 B and less), in RUN blocks
+ *             beside the medium runs when it holds few (af_slab_type)
  * With no budget, or SLUICE_BOOST=0, there is no boost and no wake.
  */
 #ifndef SL_ANTIFRAG_H
@@ -84,6 +87,23 @@ sl_inline size_t af_deficit(size_t headroom, size_t budget_blocks, size_t boost,
     if (urgent)
         *urgent = want && headroom < af_wmark_low(budget_blocks);
     return want;
+}
+/* Which pageblock type a malloc size class's slabs belong in, by the
+ * objects one slab holds. Lifetime is not known at malloc; size is the
+ * best guess there is: small objects (many to a slab) are a program's
+ * records, which tend to live long, and objects of a few to a slab (above
+ * 512 B: size_class.h gives 64 or more objects up to there) are its
+ * buffers, which tend to come and go like the medium runs above them
+ * (TCMalloc's hugepage filler keeps few-object spans apart from
+ * many-object ones for the same reason). Slabs of buffers interleaved
+ * with records leave the records' blocks a third free once the buffers go
+ * (bench/mixed_lifetime: 7% of the idle heap on hugepages); apart, the
+ * records' blocks stay dense and are collapsed. Object caches keep the
+ * type their creator chose. */
+#define AF_SLAB_DENSE_OBJECTS 64
+sl_inline enum pb_type af_slab_type(unsigned objects_per_slab)
+{
+    return objects_per_slab >= AF_SLAB_DENSE_OBJECTS ? PB_SLAB : PB_RUN;
 }
 /* Does a piece taken from a block with free_pages free re-type it? */
 sl_inline bool af_steal_whole(size_t free_pages) { return free_pages >= BLOCK_USABLE_PAGES / 2; }

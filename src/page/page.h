@@ -34,9 +34,15 @@
 #define PCACHE_MAX_PAGES 64 /* runs of 1..64 pages (256 KiB) are cached per thread */
 #define PCACHE_DEPTH     16 /* runs parked per length (page.c: pcache_fit) */
 #define PCACHE_SLAB_BATCH 4 /* slabs of one length taken per refill (one lock) */
-#define PCACHE_TYPES     2 /* PB_SLAB and PB_RUN */
 #define PCACHE_BUDGET    512 /* pages one thread may park: 2 MiB */
 #define PCACHE_FIT_DIV   4   /* a medium request may take a parked run up to 1/4 longer */
+
+/* The stacks of a page cache: each holds runs of one kind from blocks of
+ * one type (pcache.c: cache_stack), so that what it hands out goes back
+ * where its type would have put it: slabs of SLAB blocks, medium runs,
+ * and slabs of the malloc classes that live in RUN blocks (antifrag.h:
+ * af_slab_type). */
+enum pcache_stack { PCACHE_SLABS, PCACHE_RUNS, PCACHE_RUN_SLABS, PCACHE_TYPES };
 
 /* Per-thread page cache. Owned by one thread; no lock. */
 struct page_cache {
@@ -46,8 +52,6 @@ struct page_cache {
     unsigned pages;          /* pages parked here (owner writes, anyone reads) */
     _Atomic uint64_t *stats; /* the owning heap's counters */
 };
-
-#define PCACHE_RUNS 1 /* the stack type of medium runs (PG_RUN) */
 
 /* SLUICE_DIRTY_DECAY_MS=0 with purging on: every run is purged as it is
  * freed (purge.c), none is parked. */
