@@ -21,7 +21,8 @@
  * block_thp_bytes / block_rss_bytes, -1 under a peer), the live and held
  * MiB, the wall time of the allocating phase, and sluice's counters
  * (sl_stat, found with dlsym; -1 under a peer): thp_collapse, thp_advise,
- * thp_split, thp_failed, blocks, blocks_slab, blocks_run, extfrag.
+ * thp_split, thp_failed, blocks, blocks_slab, blocks_buf, blocks_run,
+ * extfrag.
  *
  * argv[1]: bytes in all, in MiB (default 2048); argv[2]: idle seconds
  * (default 12); argv[3]: ring slots (default 0: no ring, all kept). Plain
@@ -144,12 +145,12 @@ int main(int argc, char **argv)
     long long brss = stat_or("block_rss_bytes"), bthp = stat_or("block_thp_bytes");
     printf("held_over_live=%.3f rss_thp_pct=%.1f block_thp_pct=%.1f live_mib=%.1f held_mib=%.1f "
            "thp_mib=%.1f peak_mib=%.1f objects=%zu seconds=%.3f thp_collapse=%lld thp_advise=%lld thp_split=%lld "
-           "thp_failed=%lld blocks=%lld blocks_slab=%lld blocks_run=%lld extfrag=%lld checksum=%llu\n",
+           "thp_failed=%lld blocks=%lld blocks_slab=%lld blocks_buf=%lld blocks_run=%lld extfrag=%lld checksum=%llu\n",
            (double)(rss - lazy) / (double)live, rss ? 100.0 * (double)anon_huge / (double)rss : 0.0,
            brss > 0 ? 100.0 * (double)bthp / (double)brss : -1.0, (double)live / 1048576.0,
            (double)(rss - lazy) / 1048576.0, (double)anon_huge / 1048576.0, peak_rss_kib() / 1024.0, nlong, t, stat_or("thp_collapse"),
            stat_or("thp_advise"), stat_or("thp_split"), stat_or("thp_failed"), stat_or("blocks"),
-           stat_or("blocks_slab"), stat_or("blocks_run"), stat_or("extfrag"), sum);
+           stat_or("blocks_slab"), stat_or("blocks_buf"), stat_or("blocks_run"), stat_or("extfrag"), sum);
 
     pthread_mutex_lock(&idle_lock);
     idle_done = 1;

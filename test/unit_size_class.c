@@ -41,7 +41,7 @@ int main(void)
             CHECK(!"slabs of SLAB pageblocks are a power of two pages");
             fprintf(stderr, "class=%u size=%u pages=%u\n", c, class_size[c], pages);
         }
-        CHECK_EQ(af_slab_type((unsigned)cap), class_size[c] <= 512 ? PB_SLAB : PB_RUN);
+        CHECK_EQ(af_slab_type((unsigned)cap), class_size[c] <= 512 ? PB_SLAB : PB_BUF);
         CHECK(pages * 4096u - cap * class_size[c] <= pages * 4096u / 8);
         /* the reciprocal's division is exact over the whole slab */
         for (uint32_t off = 0; off < pages * 4096u; off += 16)

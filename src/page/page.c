@@ -465,6 +465,7 @@ static void page_report(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT])
     g[GAUGE_blocks_slab] = pg.blocks_by_type[PB_SLAB];
     g[GAUGE_blocks_reclaim] = pg.blocks_by_type[PB_RECLAIM];
     g[GAUGE_blocks_run] = pg.blocks_by_type[PB_RUN];
+    g[GAUGE_blocks_buf] = pg.blocks_by_type[PB_BUF];
     g[GAUGE_blocks_free] = pg.blocks_by_type[PB_FREE];
     g[GAUGE_budget_bytes] = pg.budget;
     g[GAUGE_thp_blocks] = pg.thp_blocks;

@@ -15,7 +15,7 @@
  *   3. a new pageblock from the OS, while the heap is within its budget
  *      (page_set_budget: SLUICE_HEAP_LIMIT, or the cgroup's limit)
  *   4. a piece of another type's block: an external fragmentation event
- *      (a serious one when a SLAB or RECLAIM piece lands in a RUN block:
+ *      (a serious one when a SLAB or RECLAIM piece lands in a RUN or BUF block:
  *      long-lived objects then pin a block of transient buffers); taking
  *      from a block that is at least half free re-types it
  *   5. past the budget with no piece to take: a new pageblock all the same
@@ -40,9 +40,8 @@
 /* The stacks of a page cache: each holds runs of one kind from blocks of
  * one type (pcache.c: cache_stack), so that what it hands out goes back
  * where its type would have put it: slabs of SLAB blocks, medium runs,
- * and slabs of the malloc classes that live in RUN blocks (antifrag.h:
- * af_slab_type). */
-enum pcache_stack { PCACHE_SLABS, PCACHE_RUNS, PCACHE_RUN_SLABS, PCACHE_TYPES };
+ * and slabs of BUF blocks (antifrag.h: af_slab_type). */
+enum pcache_stack { PCACHE_SLABS, PCACHE_RUNS, PCACHE_BUF_SLABS, PCACHE_TYPES };
 
 /* Per-thread page cache. Owned by one thread; no lock. */
 struct page_cache {

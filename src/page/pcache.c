@@ -28,7 +28,7 @@ static int cache_stack(enum pb_type type, enum page_kind kind)
         return -1;
     if (!sl_opt.antifrag) /* every block is of one type (page_alloc) */
         return PCACHE_SLABS;
-    return type == PB_SLAB ? PCACHE_SLABS : type == PB_RUN ? PCACHE_RUN_SLABS : -1;
+    return type == PB_SLAB ? PCACHE_SLABS : type == PB_BUF ? PCACHE_BUF_SLABS : -1;
 }
 
 /* A medium run a little longer than n pages parked in the cache: the

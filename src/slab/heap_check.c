@@ -203,7 +203,7 @@ static void check_run(struct page *head, void *arg)
 static void check_pcache(struct page_cache *pc, struct parked *ps)
 {
     static const uint8_t kind_of_stack[PCACHE_TYPES] = { [PCACHE_SLABS] = PG_SLAB, [PCACHE_RUNS] = PG_RUN,
-                                                         [PCACHE_RUN_SLABS] = PG_SLAB };
+                                                         [PCACHE_BUF_SLABS] = PG_SLAB };
     size_t pages = 0;
     for (unsigned t = 0; t < PCACHE_TYPES; t++)
         for (unsigned n = 1; n <= PCACHE_MAX_PAGES; n++) {
