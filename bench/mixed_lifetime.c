@@ -19,7 +19,9 @@
  * live bytes asked for), rss_thp_pct (AnonHugePages / Rss, the process),
  * block_thp_pct (the same for sluice's pageblocks: sl_stat's
  * block_thp_bytes / block_rss_bytes, -1 under a peer), the live and held
- * MiB, the wall time of the allocating phase, and sluice's counters
+ * MiB, thp50_s (seconds into the idle until half of sluice's pageblock
+ * Rss was on hugepages; -1: never, or a peer), the wall time of the
+ * allocating phase, and sluice's counters
  * (sl_stat, found with dlsym; -1 under a peer): thp_collapse, thp_advise,
  * thp_split, thp_failed, blocks, blocks_slab, blocks_buf, blocks_run,
  * extfrag.
@@ -136,7 +138,18 @@ int main(int argc, char **argv)
     free(ring);
     double t = now() - t0;
     malloc_trim(0);
-    usleep((useconds_t)(idle_s * 1e6));
+    /* the idle, a second at a time: when did half of sluice's pageblock
+     * Rss come to be on hugepages (sl_stat reads smaps: a few ms) */
+    double thp50_s = -1, idle_t0 = now();
+    for (double left = idle_s; left > 0; left -= 1) {
+        usleep((useconds_t)((left < 1 ? left : 1) * 1e6));
+        long long r = stat_or("block_rss_bytes"), h = stat_or("block_thp_bytes");
+        if (thp50_s < 0 && r > 0 && 2 * h >= r)
+            thp50_s = now() - idle_t0;
+        if (getenv("MIXED_TIMELINE"))
+            fprintf(stderr, "idle %.1f s: pageblock rss %.1f MiB, on hugepages %.1f MiB, collapsed %lld\n",
+                    now() - idle_t0, (double)r / 1048576.0, (double)h / 1048576.0, stat_or("thp_collapse"));
+    }
 
     for (size_t i = 0; i < nlong; i += 97)
         sum += (unsigned char)((char *)longs[i])[0];
@@ -144,13 +157,13 @@ int main(int argc, char **argv)
     uint64_t rss = rollup("Rss"), lazy = rollup("LazyFree"), anon_huge = rollup("AnonHugePages");
     long long brss = stat_or("block_rss_bytes"), bthp = stat_or("block_thp_bytes");
     printf("held_over_live=%.3f rss_thp_pct=%.1f block_thp_pct=%.1f live_mib=%.1f held_mib=%.1f "
-           "thp_mib=%.1f peak_mib=%.1f objects=%zu seconds=%.3f thp_collapse=%lld thp_advise=%lld thp_split=%lld "
-           "thp_failed=%lld blocks=%lld blocks_slab=%lld blocks_buf=%lld blocks_run=%lld extfrag=%lld checksum=%llu\n",
+           "thp_mib=%.1f peak_mib=%.1f thp50_s=%.1f objects=%zu seconds=%.3f thp_collapse=%lld thp_advise=%lld thp_split=%lld "
+           "thp_failed=%lld blocks=%lld blocks_slab=%lld blocks_buf=%lld blocks_run=%lld extfrag=%lld extfrag_serious=%lld checksum=%llu\n",
            (double)(rss - lazy) / (double)live, rss ? 100.0 * (double)anon_huge / (double)rss : 0.0,
            brss > 0 ? 100.0 * (double)bthp / (double)brss : -1.0, (double)live / 1048576.0,
-           (double)(rss - lazy) / 1048576.0, (double)anon_huge / 1048576.0, peak_rss_kib() / 1024.0, nlong, t, stat_or("thp_collapse"),
+           (double)(rss - lazy) / 1048576.0, (double)anon_huge / 1048576.0, peak_rss_kib() / 1024.0, thp50_s, nlong, t, stat_or("thp_collapse"),
            stat_or("thp_advise"), stat_or("thp_split"), stat_or("thp_failed"), stat_or("blocks"),
-           stat_or("blocks_slab"), stat_or("blocks_buf"), stat_or("blocks_run"), stat_or("extfrag"), sum);
+           stat_or("blocks_slab"), stat_or("blocks_buf"), stat_or("blocks_run"), stat_or("extfrag"), stat_or("extfrag_serious"), sum);
 
     pthread_mutex_lock(&idle_lock);
     idle_done = 1;

@@ -37,7 +37,7 @@ def main():
                     help="also run another sluice build (say, the one before a change)")
     ap.add_argument("--only", default=None, help="comma-separated configuration labels to run")
     a = ap.parse_args()
-    configs = [("sluice", SLUICE, {}), ("sluice, SLUICE_THP=never", SLUICE, {"SLUICE_THP": "never"})]
+    configs = [("sluice", SLUICE, {}), ("sluice SLUICE_THP=never", SLUICE, {"SLUICE_THP": "never"})]
     configs += [(n, lib, {}) for n, lib in (e.split("=", 1) for e in a.extra)]
     configs += [(n, p, {}) for n, p in ALLOCATORS if n != "sluice" and (p is None or os.path.exists(p))]
     configs += [(n, p, {}) for n, p in source_peers()]
