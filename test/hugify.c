@@ -530,7 +530,13 @@ int main(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
     /* sparse: keep one object in 8; sl_purge purges them (whatever the
-     * decay did first) */
+     * decay did first). At a moment between passes: a block a pass is
+     * collapsing (picked: counted in thp_blocks, not yet in thp_collapse)
+     * is pinned, no purge splits it, and it turns a hugepage after the
+     * purge; with the program quiet meanwhile, the rest of the dense
+     * blocks come in one pass, not one a second. */
+    CHECK(T_WAIT(sl_stat("thp_blocks") == sl_stat("thp_collapse"), LONG_MS));
+    thp_before = sl_stat("block_thp_bytes");
     for (int i = 0; i < N; i++)
         if (i % 8 && objs[i]) {
             sl_free(objs[i]);

@@ -67,6 +67,8 @@ int main(void)
     CHECK(!hugify_quiet(1000000000 / HUGIFY_QUIET_DIV + 1, 1000000000));
     CHECK(!hugify_quiet(2000000, 1000000)); /* two threads busy */
     CHECK(!hugify_quiet(0, 0));             /* no window yet */
+    CHECK(!hugify_quiet_window((uint64_t)HUGIFY_QUIET_WINDOW_MS * 1000000 - 1)); /* too short to tell */
+    CHECK(hugify_quiet_window((uint64_t)HUGIFY_QUIET_WINDOW_MS * 1000000));
     CHECK(!hugify_sparse(DECAY_SPARSE_FREE_MIN));
     CHECK(hugify_sparse(DECAY_SPARSE_FREE_MIN + 1));
     CHECK(DECAY_DENSE_FREE_MAX < DECAY_SPARSE_FREE_MIN); /* a gap: no flapping */

@@ -236,17 +236,21 @@ static bool cpu_idle(void)
 }
 
 /* Has the program itself (its threads but this one) been quiet since the
- * last call (decay.h: hugify_quiet)? The first call, or a fork child's
- * (its CPU time starts again from 0): no. */
+ * last verdict (decay.h: hugify_quiet)? Under HUGIFY_QUIET_WINDOW_MS
+ * since then: the last verdict, and the window grows. The first call, or
+ * a fork child's (its CPU time starts again from 0): no. */
 static bool program_quiet(void)
 {
     static uint64_t last_wall, last_cpu;
+    static bool verdict;
     uint64_t wall = os_now_ns(), all = os_cpu_ns(true), mine = os_cpu_ns(false);
-    uint64_t cpu = all > mine ? all - mine : 0;
-    bool quiet = last_wall && cpu >= last_cpu && hugify_quiet(cpu - last_cpu, wall - last_wall);
+    uint64_t cpu = all > mine ? all - mine : 0; /* read apart: may dip a little */
+    if (last_wall && !hugify_quiet_window(wall - last_wall))
+        return verdict;
+    verdict = last_wall && cpu >= last_cpu && hugify_quiet(cpu - last_cpu, wall - last_wall);
     last_wall = wall;
     last_cpu = cpu;
-    return quiet;
+    return verdict;
 }
 
 /* May a full pass go on? Asked between its collapses. */
