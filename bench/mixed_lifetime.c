@@ -3,33 +3,32 @@
  * then an idle. What it measures: how much of the idle heap is on
  * transparent hugepages, and what it holds for what it uses.
  *
- * One thread allocates ALLOC_TOTAL bytes in all (default 2 GiB):
+ * One thread allocates argv[1] MiB in all (default 2 GiB):
  *   - long-lived objects of 16-512 B (uniform), touched, never freed, 5%
  *     of the bytes: about 100 MiB at the end;
  *   - transient buffers, touched once per page: 70% of them 1-16 KiB, the
  *     rest 16 KiB-4 MiB (log-uniform); all kept till the end, or with
  *     argv[3] = N > 0 in a ring of N slots (each new one frees a random
  *     old one).
- * Then the transients are freed, malloc_trim(0) is called, and the program idles
- * IDLE_S seconds (default 12) with a second thread of its own started at
- * the beginning (so that SLUICE_RECLAIMER=auto runs the reclaimer), then
- * reads /proc/self/smaps_rollup.
+ * Then the transients are freed, malloc_trim(0) is called, and the
+ * program idles argv[2] seconds (default 12) with a second thread of its
+ * own started at the beginning (so that SLUICE_RECLAIMER=auto runs the
+ * reclaimer), then reads /proc/self/smaps_rollup. MIXED_TIMELINE=1 prints
+ * the hugepage share each second of the idle on stderr.
  *
  * Printed (one key=value line): held_over_live (Rss - LazyFree over the
- * live bytes asked for), rss_thp_pct (AnonHugePages / Rss, the process),
- * block_thp_pct (the same for sluice's pageblocks: sl_stat's
- * block_thp_bytes / block_rss_bytes, -1 under a peer), the live and held
- * MiB, thp50_s (seconds into the idle until half of sluice's pageblock
- * Rss was on hugepages; -1: never, or a peer), the wall time of the
- * allocating phase, and sluice's counters
+ * live bytes asked for, the array of pointers to them included),
+ * rss_thp_pct (AnonHugePages / Rss, the process), block_thp_pct (the same
+ * for sluice's pageblocks: sl_stat's block_thp_bytes / block_rss_bytes,
+ * -1 under a peer), the live and held MiB, thp50_s (seconds into the idle
+ * until half of sluice's pageblock Rss was on hugepages; -1: never, or a
+ * peer), the wall time of the allocating phase, and sluice's counters
  * (sl_stat, found with dlsym; -1 under a peer): thp_collapse, thp_advise,
  * thp_split, thp_failed, blocks, blocks_slab, blocks_buf, blocks_run,
- * extfrag.
+ * extfrag, extfrag_serious.
  *
- * argv[1]: bytes in all, in MiB (default 2048); argv[2]: idle seconds
- * (default 12); argv[3]: ring slots (default 0: no ring, all kept). Plain
- * malloc/free otherwise, so that any allocator can be
- * preloaded (bench/mixed_lifetime.py runs it).
+ * Plain malloc/free otherwise, so that any allocator can be preloaded
+ * (bench/mixed_lifetime.py runs it under sluice and the peers).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
