@@ -23,7 +23,7 @@ from run import ALLOCATORS, ROOT, run_keyed, source_peers  # noqa: E402
 PROG = os.path.join(ROOT, "build", "bench", "bench_mixed_lifetime")
 RESULTS = os.path.join(ROOT, "bench", "results")
 SLUICE = dict(ALLOCATORS)["sluice"]
-KEYS = ["held_over_live", "rss_thp_pct", "block_thp_pct", "held_mib", "live_mib", "peak_mib", "seconds",
+KEYS = ["held_over_live", "rss_thp_pct", "block_thp_pct", "thp50_s", "held_mib", "live_mib", "peak_mib", "seconds",
         "thp_collapse", "thp_advise", "thp_split", "blocks_slab", "blocks_buf", "blocks_run"]
 
 
@@ -70,14 +70,16 @@ def main():
              f"idle {a.idle:g} s; medians of {a.repeats} interleaved runs (range in brackets) "
              f"(`python3 {' '.join(sys.argv)}`). held/live: Rss - LazyFree over the live bytes after the idle; "
              "THP of Rss: AnonHugePages / Rss (the process); THP of pageblock Rss: the same for sluice's "
-             "pageblocks (sl_stat); collapse, advise, split: sluice's counters.\n",
-             "| allocator | held / live | THP of Rss | THP of pageblock Rss | held MiB | live MiB | peak MiB | "
-             "alloc phase | collapse | advise | split | SLAB blocks | BUF blocks | RUN blocks |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "pageblocks (sl_stat); half on hugepages: seconds into the idle until half of the pageblock Rss was; "
+             "collapse, advise, split: sluice's counters.\n",
+             "| allocator | held / live | THP of Rss | THP of pageblock Rss | half on hugepages | held MiB | live MiB | "
+             "peak MiB | alloc phase | collapse | advise | split | SLAB blocks | BUF blocks | RUN blocks |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, _, _ in configs:
         m = {k: med(label, k) for k in KEYS if k in res[label][0]}
         lines.append(f"| {label} | {m['held_over_live']:.3f} ({span(label, 'held_over_live', '.3f')}) | "
                      f"{pct(m['rss_thp_pct'])} ({span(label, 'rss_thp_pct', '.0f')}) | {pct(m['block_thp_pct'])} | "
+                     f"{'never' if m.get('thp50_s', -1) < 0 else format(m['thp50_s'], '.1f') + ' s'} | "
                      f"{m['held_mib']:.1f} | {m['live_mib']:.1f} | {m['peak_mib']:.0f} | {m['seconds']:.2f} s | "
                      f"{count(m['thp_collapse'])} | {count(m['thp_advise'])} | {count(m['thp_split'])} | "
                      f"{count(m['blocks_slab'])} | {count(m.get('blocks_buf', -1))} | {count(m['blocks_run'])} |")
