@@ -112,7 +112,8 @@ struct sl_cache_stats {
                               * freed into a thread's magazine or batch: not back yet) */
     uint64_t slabs_total;
     uint64_t pages_per_slab; /* 4 KiB pages */
-    uint64_t pageblock_type; /* SL_PAGEBLOCK_SLAB, or _RECLAIM (SL_CACHE_RECLAIMABLE) */
+    uint64_t pageblock_type; /* SL_PAGEBLOCK_SLAB, _RECLAIM (SL_CACHE_RECLAIMABLE), or _BUF
+                              * (malloc's classes above 512 B) */
     uint64_t allocations;    /* objects handed out, ever (sl_cache_alloc, malloc, bulk) */
     uint64_t frees;          /* objects given back, ever, every way */
     uint64_t remote_frees;   /* of the frees, by a thread other than the slab's owner */
@@ -120,6 +121,7 @@ struct sl_cache_stats {
 };
 #define SL_PAGEBLOCK_SLAB    0
 #define SL_PAGEBLOCK_RECLAIM 1
+#define SL_PAGEBLOCK_BUF     2
 SL_API int sl_cache_stats(sl_cache_t *cache, struct sl_cache_stats *out);
 
 /* Release all free memory now: collect remote frees, return empty slabs and

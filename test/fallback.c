@@ -44,14 +44,16 @@ static bool all_equal(const unsigned char *p, size_t n, unsigned char v)
     return true;
 }
 
-/* Slab pages freed into a block re-typed RUN must not come back as a run. */
+/* Slab pages freed into a block re-typed RUN must not come back as a run
+ * (slabs of SLAB blocks: classes of 512 B and less, antifrag.h). */
 static void slab_then_run(void)
 {
-    void *s[24];
-    for (int i = 0; i < 24; i++)
-        s[i] = M(4096);
+    enum { S = 3 * 64 }; /* three slabs of 512 B objects */
+    void *s[S];
+    for (int i = 0; i < S; i++)
+        s[i] = M(512);
     void *runs = exhaust(256 << 10);
-    for (int i = 0; i < 24; i++)
+    for (int i = 0; i < S; i++)
         F(s[i]);
     release(runs);
     CHECK(sl_check() == 0);
@@ -78,13 +80,14 @@ static void run_then_slab(void)
     for (int i = 0; i < n; i++) /* all but every 8th run: blocks mostly free, none whole */
         if (i % 8)
             F(r[i]);
-    /* small objects of new classes: no SLAB room and nothing to map */
+    /* small objects of new classes (SLAB blocks' classes, 512 B and
+     * less): no SLAB room and nothing to map */
     static unsigned char *o[4000];
     int k = 0;
     for (; k < 4000; k++) {
-        if (!(o[k] = M(2000 + (size_t)(k % 7) * 300)))
+        if (!(o[k] = M(200 + (size_t)(k % 7) * 40)))
             break;
-        memset(o[k], (unsigned char)k, 2000);
+        memset(o[k], (unsigned char)k, 200);
     }
     CHECK(k > 0);
     CHECK(sl_check() == 0);
@@ -93,11 +96,11 @@ static void run_then_slab(void)
     release(rest);
     CHECK(sl_check() == 0);
     for (int i = 0; i < k; i++) { /* objects keep their bytes through realloc */
-        unsigned char *q = realloc(o[i], 2000 + (size_t)(i % 7) * 300 + 5000);
+        unsigned char *q = realloc(o[i], 200 + (size_t)(i % 7) * 40 + 5000);
         CHECK(q != NULL);
         if (!q)
             break;
-        if (!all_equal(q, 2000, (unsigned char)i))
+        if (!all_equal(q, 200, (unsigned char)i))
             t_fail++;
         o[i] = q;
     }

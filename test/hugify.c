@@ -20,6 +20,8 @@
  * plain one, counted in thp_failed, and nothing is lost.
  * With HUGIFY_SPIN=1 (hugify_busy) every CPU spins meanwhile: see
  * busy_cpus(); hugify_nostat does the same with every open refused.
+ * With HUGIFY_QUIET=1 (hugify_quiet) other processes spin every CPU while
+ * the program itself idles: see quiet_program().
  * With HUGIFY_UNPIN=1 (hugify_unpin) blocks come wholly free while a pass
  * has them pinned: see unpinned_free(). With HUGIFY_RUNS=1 (hugify_runs)
  * the objects are 64 KiB medium runs: the frees that leave the blocks
@@ -36,7 +38,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -280,6 +284,59 @@ static int busy_cpus(void)
     return finish();
 }
 
+/* ---- a quiet program on busy CPUs (HUGIFY_QUIET=1) ------------------------- */
+
+/* Every CPU kept busy by spinner processes (not this one's threads) while
+ * the program idles: its threads use no CPU, so the reclaimer takes it
+ * for quiet (decay.h: hugify_quiet) and collapses a full pass, not one
+ * block a second: 8 and more in all sooner than 8 s after the blocks were
+ * made (the first pass once they have been dense for 1 s). The program
+ * polls every 100 ms, so that it stays quiet. The spinners die with the
+ * test (PR_SET_PDEATHSIG) and after LONG_MS in any case. */
+static int quiet_program(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1)
+        ncpu = 1;
+    pid_t spin[64], parent = getpid();
+    int nspin = ncpu < 64 ? (int)ncpu : 64;
+    uint64_t t0, i0, t1, i1;
+    bool stat_ok = cpu_times(&t0, &i0);
+    for (int i = 0; i < nspin; i++)
+        if ((spin[i] = fork()) == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            unsigned long long until = t_now_ms() + LONG_MS;
+            while (getppid() == parent && t_now_ms() < until)
+                ;
+            _exit(0);
+        }
+    unsigned long long made_ms = t_now_ms(); /* no block is dense before this */
+    for (int i = 0; i < N; i++) {
+        objs[i] = sl_malloc(OBJ);
+        memset(objs[i], i * 13 + 1, OBJ);
+    }
+    sl_free(sl_malloc(512 << 10)); /* dirty pages in the page heap: the reclaimer starts */
+    bool came = T_WAIT_EVERY(sl_stat("thp_collapse") >= 8, LONG_MS, 100000);
+    unsigned long long took = t_now_ms() - made_ms;
+    uint64_t collapsed = sl_stat("thp_collapse");
+    stat_ok = cpu_times(&t1, &i1) && stat_ok;
+    for (int i = 0; i < nspin; i++)
+        if (spin[i] > 0) {
+            kill(spin[i], SIGKILL);
+            waitpid(spin[i], NULL, 0);
+        }
+    double idle = t1 > t0 ? (double)(i1 - i0) / (double)(t1 - t0) * (double)ncpu : 0;
+    printf("hugify (%d spinner processes, %.2f CPUs idle meanwhile, the program quiet): %llu blocks collapsed in "
+           "%llu ms\n",
+           nspin, idle, (unsigned long long)collapsed, took);
+    CHECK(came);
+    if (!stat_ok || idle > 0.5)
+        printf("hugify: the spinners did not keep the CPUs busy here: a full pass is no news\n");
+    else
+        CHECK(collapsed > 1 + took / 1000); /* faster than one a second: a full pass */
+    return finish();
+}
+
 /* ---- blocks freed while pinned (HUGIFY_UNPIN=1) ------------------------------- */
 
 enum { UNPIN_N = 16000 }; /* 4 KiB each: about 32 blocks, a whole pass */
@@ -378,6 +435,9 @@ int main(void)
     const char *spin = getenv("HUGIFY_SPIN");
     if (spin && *spin == '1')
         return busy_cpus();
+    const char *quiet = getenv("HUGIFY_QUIET");
+    if (quiet && *quiet == '1')
+        return quiet_program();
     const char *unpin = getenv("HUGIFY_UNPIN");
     if (unpin && *unpin == '1')
         return unpinned_free();
@@ -470,7 +530,13 @@ int main(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
     /* sparse: keep one object in 8; sl_purge purges them (whatever the
-     * decay did first) */
+     * decay did first). At a moment between passes: a block a pass is
+     * collapsing (picked: counted in thp_blocks, not yet in thp_collapse)
+     * is pinned, no purge splits it, and it turns a hugepage after the
+     * purge; with the program quiet meanwhile, the rest of the dense
+     * blocks come in one pass, not one a second. */
+    CHECK(T_WAIT(sl_stat("thp_blocks") == sl_stat("thp_collapse"), LONG_MS));
+    thp_before = sl_stat("block_thp_bytes");
     for (int i = 0; i < N; i++)
         if (i % 8 && objs[i]) {
             sl_free(objs[i]);

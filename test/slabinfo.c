@@ -270,6 +270,21 @@ static void test_malloc_collected(void)
     check_every_row("malloc, collected, after sl_purge");
 }
 
+/* Placement (page/antifrag.h: af_slab_type): malloc's classes of 512 B and
+ * less in SLAB pageblocks, the classes above in BUF pageblocks of their
+ * own, so that buffers do not leave holes among long-lived records. */
+static void test_malloc_placement(void)
+{
+    CHECK_EQ(ctl_u64("cache.malloc-512.pageblock_type"), SL_PAGEBLOCK_SLAB);
+    CHECK_EQ(ctl_u64("cache.malloc-576.pageblock_type"), SL_PAGEBLOCK_BUF);
+    CHECK_EQ(ctl_u64("cache.malloc-32768.pageblock_type"), SL_PAGEBLOCK_BUF);
+    void *record = sl_malloc(64), *buffer = sl_malloc(2048);
+    CHECK(record && buffer && (uintptr_t)record >> 21 != (uintptr_t)buffer >> 21);
+    CHECK(sl_stat("blocks_buf") >= 1 && sl_stat("blocks_slab") >= 1);
+    sl_free(record);
+    sl_free(buffer);
+}
+
 /* The table in both outputs. */
 static void test_outputs(void)
 {
@@ -299,6 +314,7 @@ int main(void)
     test_cache();
     test_malloc_class();
     test_malloc_collected();
+    test_malloc_placement();
     test_outputs();
     CHECK(check_every_row("at the end") > 0);
     return t_done("slabinfo");

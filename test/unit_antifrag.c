@@ -1,7 +1,8 @@
 /* Unit: the anti-fragmentation policy (src/page/antifrag.h) as pure
  * functions with a fake clock: the fallback table, headroom and
  * watermarks, the boost's rise, cap and lapse, the deficit reclaim works
- * off, when a steal re-types a block, and which events are serious. No
+ * off, when a steal re-types a block, which events are serious, and which
+ * type a malloc class's slabs go in. No
  * threads, no sleeps. */
 #include "../src/page/antifrag.h"
 #include "t.h"
@@ -9,13 +10,21 @@
 int main(void)
 {
     /* the fallback table: never itself, never FREE, every other type once */
-    for (int t = PB_SLAB; t <= PB_RUN; t++) {
-        CHECK(af_fallbacks[t][0] != t && af_fallbacks[t][1] != t);
-        CHECK(af_fallbacks[t][0] != af_fallbacks[t][1]);
-        CHECK(af_fallbacks[t][0] != PB_FREE && af_fallbacks[t][1] != PB_FREE);
+    for (int t = 0; t < PB_NTYPES; t++) {
+        if (t == PB_FREE)
+            continue;
+        unsigned seen = 1u << t;
+        for (int i = 0; i < AF_NFALLBACKS; i++) {
+            CHECK(af_fallbacks[t][i] != PB_FREE && af_fallbacks[t][i] < PB_NTYPES);
+            CHECK(!(seen & 1u << af_fallbacks[t][i]));
+            seen |= 1u << af_fallbacks[t][i];
+        }
+        CHECK_EQ(seen, ((1u << PB_NTYPES) - 1) & ~(1u << PB_FREE));
     }
     CHECK_EQ(af_fallbacks[PB_SLAB][0], PB_RECLAIM); /* long-lived with long-lived first */
-    CHECK_EQ(af_fallbacks[PB_RUN][1], PB_SLAB);
+    CHECK_EQ(af_fallbacks[PB_RUN][0], PB_BUF);      /* transient with transient first */
+    CHECK_EQ(af_fallbacks[PB_BUF][0], PB_RUN);
+    CHECK_EQ(af_fallbacks[PB_RUN][2], PB_SLAB);
 
     /* headroom: what the budget still allows plus wholly free blocks */
     CHECK_EQ(af_headroom(64, 60, 3), 7);
@@ -53,6 +62,15 @@ int main(void)
     CHECK(!af_steal_whole(BLOCK_USABLE_PAGES / 2 - 1));
     /* serious: a long-lived piece in a block of transient runs */
     CHECK(af_serious(PB_SLAB, PB_RUN) && af_serious(PB_RECLAIM, PB_RUN));
+    CHECK(af_serious(PB_SLAB, PB_BUF) && af_serious(PB_RECLAIM, PB_BUF));
     CHECK(!af_serious(PB_RUN, PB_SLAB) && !af_serious(PB_SLAB, PB_RECLAIM));
+    CHECK(!af_serious(PB_BUF, PB_SLAB) && !af_serious(PB_BUF, PB_RUN) && !af_serious(PB_RUN, PB_BUF));
+
+    /* placement: many objects to a slab (records) in SLAB blocks, few
+     * (buffers) in BUF blocks */
+    CHECK_EQ(af_slab_type(AF_SLAB_DENSE_OBJECTS), PB_SLAB);
+    CHECK_EQ(af_slab_type(4096), PB_SLAB);
+    CHECK_EQ(af_slab_type(AF_SLAB_DENSE_OBJECTS - 1), PB_BUF);
+    CHECK_EQ(af_slab_type(2), PB_BUF);
     return t_done("unit_antifrag");
 }

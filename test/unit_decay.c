@@ -61,6 +61,14 @@ int main(void)
     CHECK_EQ(hugify_choose(DECAY_DENSE_FREE_MAX, 0, t0), HUGIFY_DENSE_NOW);
     CHECK_EQ(hugify_choose(10, t0, t0 + DECAY_HUGIFY_AGE_MS - 1), HUGIFY_TOO_YOUNG);
     CHECK_EQ(hugify_choose(10, t0, t0 + DECAY_HUGIFY_AGE_MS), HUGIFY_PICK);
+    /* a full hugepage pass on busy CPUs: only while the program is quiet */
+    CHECK(hugify_quiet(0, 1000000000));
+    CHECK(hugify_quiet(1000000000 / HUGIFY_QUIET_DIV, 1000000000));
+    CHECK(!hugify_quiet(1000000000 / HUGIFY_QUIET_DIV + 1, 1000000000));
+    CHECK(!hugify_quiet(2000000, 1000000)); /* two threads busy */
+    CHECK(!hugify_quiet(0, 0));             /* no window yet */
+    CHECK(!hugify_quiet_window((uint64_t)HUGIFY_QUIET_WINDOW_MS * 1000000 - 1)); /* too short to tell */
+    CHECK(hugify_quiet_window((uint64_t)HUGIFY_QUIET_WINDOW_MS * 1000000));
     CHECK(!hugify_sparse(DECAY_SPARSE_FREE_MIN));
     CHECK(hugify_sparse(DECAY_SPARSE_FREE_MIN + 1));
     CHECK(DECAY_DENSE_FREE_MAX < DECAY_SPARSE_FREE_MIN); /* a gap: no flapping */

@@ -1,5 +1,6 @@
 /* Unit: the size-class table and its arithmetic lookup; the remote
  * summary's groups (slab.h) of every slab length. */
+#include "../src/page/antifrag.h"
 #include "../src/slab/slab.h"
 #include "t.h"
 
@@ -34,6 +35,13 @@ int main(void)
         size_t cap = pages * 4096u / class_size[c];
         CHECK(pages >= 1 && pages <= 1u << TAG_SLAB_PAGE_BITS);
         CHECK(cap >= 2);
+        /* a class whose slabs fill SLAB blocks takes a whole buddy chunk:
+         * no tail of 1-3 pages that only the smallest slabs could fill */
+        if (af_slab_type((unsigned)cap) == PB_SLAB && (pages & (pages - 1))) {
+            CHECK(!"slabs of SLAB pageblocks are a power of two pages");
+            fprintf(stderr, "class=%u size=%u pages=%u\n", c, class_size[c], pages);
+        }
+        CHECK_EQ(af_slab_type((unsigned)cap), class_size[c] <= 512 ? PB_SLAB : PB_BUF);
         CHECK(pages * 4096u - cap * class_size[c] <= pages * 4096u / 8);
         /* the reciprocal's division is exact over the whole slab */
         for (uint32_t off = 0; off < pages * 4096u; off += 16)

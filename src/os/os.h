@@ -32,6 +32,7 @@ enum os_purge { OS_NONE = 0, OS_LAZY = 1, OS_CLEAN = 2 };
 enum os_purge os_purge(void *p, size_t size, enum os_purge how);
 uint64_t os_now_ms(void);                          /* monotonic, coarse */
 uint64_t os_now_ns(void);                          /* monotonic, fine */
+uint64_t os_cpu_ns(bool process); /* CPU time used by the whole process (exited threads too), or by this thread */
 /* Has the program never created a thread (glibc's __libc_single_threaded)? */
 bool os_single_threaded(void);
 /* A detached background thread with every signal blocked and a 64 KiB

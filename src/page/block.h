@@ -70,8 +70,12 @@
 #define BLOCK_RHEAD_OFF    (BLOCK_TAGS_OFF + SL_BLOCK_PAGES * 4)
 #define BLOCK_RBITMAP_OFF  (BLOCK_RHEAD_OFF + SL_BLOCK_PAGES * 4)
 
-/* Pageblock types: the user-space twins of the kernel's migratetypes. */
-enum pb_type { PB_SLAB, PB_RECLAIM, PB_RUN, PB_FREE, PB_NTYPES };
+/* Pageblock types: the user-space twins of the kernel's migratetypes.
+ * SLAB: slabs of malloc's small classes (512 B and less) and of object
+ * caches; RECLAIM: slabs of object caches with a shrinker; RUN: medium
+ * runs; BUF: slabs of malloc's classes above 512 B (page/antifrag.h:
+ * af_slab_type); FREE: wholly free. */
+enum pb_type { PB_SLAB, PB_RECLAIM, PB_RUN, PB_BUF, PB_FREE, PB_NTYPES };
 
 enum page_kind {
     PG_HEADER = 0, /* zeroed header pages read as this */

@@ -111,44 +111,34 @@ static void blocks_release(struct block *l, bool may_start)
 static __thread unsigned gathering;
 
 
-/* System calls for blocks this thread mapped under the lock, made by its
- * page_heap_unlock after the lock: MADV_HUGEPAGE for a new block
- * (SLUICE_THP=madvise; nobody else can free it before: the thread holds a
- * run in it), munmap for one whose setup failed (its header may not be
- * writable, so it cannot wait on the unmapping list). */
+/* Blocks this thread mapped under the lock whose setup failed, unmapped
+ * by its page_heap_unlock after the lock (a header that may not be
+ * writable cannot wait on the unmapping list). */
 #define AFTER_LOCK_MAX 4
 static __thread struct block *after_lock[AFTER_LOCK_MAX];
-static __thread bool after_lock_unmap[AFTER_LOCK_MAX];
 static __thread unsigned nafter_lock;
 
-/* Queue b's call for page_heap_unlock; false if the queue is full. */
-static bool after_unlock(struct block *b, bool unmap)
+/* Queue b's munmap for page_heap_unlock; false if the queue is full. */
+static bool unmap_after_unlock(struct block *b)
 {
     if (nafter_lock == AFTER_LOCK_MAX)
         return false;
-    after_lock_unmap[nafter_lock] = unmap;
     after_lock[nafter_lock++] = b;
     return true;
 }
 
-/* page_heap_unlock with system calls queued for after the lock: a block
- * just mapped or refused (rare: once per new pageblock). */
+/* page_heap_unlock with blocks queued for unmapping after the lock (rare:
+ * a setup refused). */
 static sl_noinline void page_heap_unlock_calls(void)
 {
     struct block *calls[AFTER_LOCK_MAX];
-    bool unmap[AFTER_LOCK_MAX];
     unsigned ncalls = nafter_lock;
-    for (unsigned i = 0; i < ncalls; i++) {
+    for (unsigned i = 0; i < ncalls; i++)
         calls[i] = after_lock[i];
-        unmap[i] = after_lock_unmap[i];
-    }
     nafter_lock = 0;
     page_heap_unlock(); /* the queue is empty now */
     for (unsigned i = 0; i < ncalls; i++)
-        if (unmap[i])
-            os_unmap(calls[i], SL_BLOCK);
-        else
-            os_huge(calls[i], SL_BLOCK); /* a refusal leaves 4 KiB pages: nothing lost */
+        os_unmap(calls[i], SL_BLOCK);
 }
 
 void page_heap_unlock(void)
@@ -274,23 +264,31 @@ static struct block *block_new(enum pb_type type, unsigned order)
      * the free chunk of order o >= 5 is pages [2^o, 2^(o+1)) (smaller ones
      * are split from [32, 64)), so one call commits both (a 1 MiB run: one
      * mprotect instead of two). SLUICE_THP=madvise commits the whole block
-     * at once and asks for a hugepage, which needs the 2 MiB read-write. */
+     * at once and asks for a hugepage, which needs the 2 MiB read-write,
+     * before anything touches it: the header's first write is the fault
+     * that populates the block, and it takes a hugepage only if the
+     * advice is already there (advised after it, the block faulted 4 KiB
+     * at a time and kept small pages until khugepaged came: mstress took
+     * 5,500 faults where mimalloc 3, which advises its arenas at map
+     * time, takes 140). One madvise beside the mprotect under the lock,
+     * both changes of the mapping's flags only; a refusal leaves 4 KiB
+     * pages: nothing lost. */
     unsigned first = sl_opt.thp == THP_MADVISE ? SL_BLOCK_PAGES : BLOCK_COMMIT_STEP;
     if (first < (2u << order))
         first = 2u << order < SL_BLOCK_PAGES ? 2u << order : SL_BLOCK_PAGES;
+    if (sl_opt.thp == THP_MADVISE)
+        os_huge(b, SL_BLOCK);
     bool ok = !os_protect(b, (size_t)first << SL_PAGE_SHIFT, true);
     if (ok)
         b->committed = (uint16_t)first;
     if (!ok || !pagemap_set((uintptr_t)b, SL_BLOCK, (uintptr_t)b | PM_BLOCK)) {
         if (ok)
             pagemap_set((uintptr_t)b, SL_BLOCK, 0); /* what of it was set */
-        if (!after_unlock(b, true))
+        if (!unmap_after_unlock(b))
             os_unmap(b, SL_BLOCK);
         errno = ENOMEM;
         return NULL;
     }
-    if (sl_opt.thp == THP_MADVISE && !after_unlock(b, false))
-        os_huge(b, SL_BLOCK);
     page_heap.last_mapped = (uint8_t *)b;
     b->aprev = NULL;
     b->anext = page_heap.all_blocks;
@@ -467,6 +465,7 @@ static void page_report(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT])
     g[GAUGE_blocks_slab] = pg.blocks_by_type[PB_SLAB];
     g[GAUGE_blocks_reclaim] = pg.blocks_by_type[PB_RECLAIM];
     g[GAUGE_blocks_run] = pg.blocks_by_type[PB_RUN];
+    g[GAUGE_blocks_buf] = pg.blocks_by_type[PB_BUF];
     g[GAUGE_blocks_free] = pg.blocks_by_type[PB_FREE];
     g[GAUGE_budget_bytes] = pg.budget;
     g[GAUGE_thp_blocks] = pg.thp_blocks;

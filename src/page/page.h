@@ -15,7 +15,7 @@
  *   3. a new pageblock from the OS, while the heap is within its budget
  *      (page_set_budget: SLUICE_HEAP_LIMIT, or the cgroup's limit)
  *   4. a piece of another type's block: an external fragmentation event
- *      (a serious one when a SLAB or RECLAIM piece lands in a RUN block:
+ *      (a serious one when a SLAB or RECLAIM piece lands in a RUN or BUF block:
  *      long-lived objects then pin a block of transient buffers); taking
  *      from a block that is at least half free re-types it
  *   5. past the budget with no piece to take: a new pageblock all the same
@@ -35,8 +35,13 @@
 #define PCACHE_MAX_PAGES 64 /* runs of 1..64 pages (256 KiB) are cached per thread */
 #define PCACHE_DEPTH     16 /* runs parked per length (page.c: pcache_fit) */
 #define PCACHE_SLAB_BATCH 4 /* slabs of one length taken per refill (one lock) */
-#define PCACHE_TYPES     2 /* PB_SLAB and PB_RUN */
 #define PCACHE_FIT_DIV   4   /* a medium request may take a parked run up to 1/4 longer */
+
+/* The stacks of a page cache: each holds runs of one kind from blocks of
+ * one type (pcache.c: cache_stack), so that what it hands out goes back
+ * where its type would have put it: slabs of SLAB blocks, medium runs,
+ * and slabs of BUF blocks (antifrag.h: af_slab_type). */
+enum pcache_stack { PCACHE_SLABS, PCACHE_RUNS, PCACHE_BUF_SLABS, PCACHE_TYPES };
 
 /* Per-thread page cache. Owned by one thread; no lock. */
 struct page_cache {
@@ -47,8 +52,6 @@ struct page_cache {
     struct pcache_budget budget; /* owner: budget.pages, the pages it may park (pcache_budget.h) */
     _Atomic uint64_t *stats; /* the owning heap's counters */
 };
-
-#define PCACHE_RUNS 1 /* the stack type of medium runs (PG_RUN) */
 
 /* SLUICE_DIRTY_DECAY_MS=0 with purging on: every run is purged as it is
  * freed (purge.c), none is parked. */

@@ -125,7 +125,7 @@ sl_inline struct block *find_in_type(enum pb_type type, unsigned order)
  * NULL if no other type has room. */
 sl_inline struct block *block_fallback(enum pb_type type, unsigned order)
 {
-    for (unsigned i = 0; i < 2; i++) {
+    for (unsigned i = 0; i < AF_NFALLBACKS; i++) {
         enum pb_type victim = af_fallbacks[type][i];
         struct block *b = find_in_type(victim, order);
         if (!b)

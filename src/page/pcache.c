@@ -14,19 +14,22 @@
 
 /* Which stack of the page cache a run of head kind `kind` in a block of
  * type `type` belongs on, or -1 if it is not cached. A stack holds one kind
- * only, so a run handed out from it already carries the kind its new holder
- * asked for: the kind is derived from the run itself, never from the block,
- * whose type may have changed (a fallback re-types a block that still holds
- * runs). A run whose block is no longer of its kind's own type goes back to
- * the shared heap instead, so that the cache does not keep pieces of a
- * re-typed block apart from it. */
+ * and one type only (page.h), so a run handed out from it already carries
+ * the kind its new holder asked for, in a block of the type it asked for:
+ * the stack is derived from the run itself on the way in, never from what
+ * the block was when the run was taken, since a fallback may have re-typed
+ * the block meanwhile. A run whose block is no longer of a cached type for
+ * its kind goes back to the shared heap instead, so that the cache does
+ * not keep pieces of a re-typed block apart from it. */
 static int cache_stack(enum pb_type type, enum page_kind kind)
 {
-    if (kind != PG_SLAB && kind != PG_RUN)
+    if (kind == PG_RUN)
+        return type == PB_RUN || !sl_opt.antifrag ? PCACHE_RUNS : -1;
+    if (kind != PG_SLAB)
         return -1;
-    int ct = kind == PG_RUN;
-    /* SLUICE_ANTIFRAG=0: every block is of one type (page_alloc) */
-    return type == (ct ? PB_RUN : PB_SLAB) || !sl_opt.antifrag ? ct : -1;
+    if (!sl_opt.antifrag) /* every block is of one type (page_alloc) */
+        return PCACHE_SLABS;
+    return type == PB_SLAB ? PCACHE_SLABS : type == PB_BUF ? PCACHE_BUF_SLABS : -1;
 }
 
 /* A medium run a little longer than n pages parked in the cache: the
@@ -89,7 +92,7 @@ static void pcache_budget_reset(struct page_cache *pc)
  * with batches, 1,351 without; 2 MiB 1,178 without; 4 MiB 3,038 with
  * batches, 913 without. 4 MiB also cost bench/realloc 1.6 MB of peak RSS
  * (8.4 -> 10.0 MB); 2 MiB costs 0.6 MB. A
- * cached run keeps its head kind (stack 0: PG_SLAB, stack 1: PG_RUN):
+ * cached run keeps its head kind (its stack's, page.h):
  * descriptors are only ever written under the lock or by a live run's
  * owner, so the buddy code of other threads never races with a write. */
 static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum pb_type type, unsigned n,
@@ -162,8 +165,11 @@ static void pcache_drain(struct page_cache *pc, int ct, unsigned n, unsigned bud
         while (pc->count[ct][n] > keep)
             release_locked(pcache_pop(pc, ct, n));
     }
-    while (pc->pages > budget) { /* the largest parked run of either stack type */
-        int t = pc->nonempty[1] > pc->nonempty[0]; /* the larger mask has the higher top bit */
+    while (pc->pages > budget) { /* the largest parked run of any stack */
+        int t = 0;
+        for (int u = 1; u < PCACHE_TYPES; u++)
+            if (pc->nonempty[u] > pc->nonempty[t]) /* the larger mask has the higher top bit */
+                t = u;
         release_locked(pcache_pop(pc, t, log2_floor(pc->nonempty[t]) + 1));
     }
     page_heap_unlock();
@@ -186,7 +192,7 @@ void page_cache_drain(struct page_cache *pc)
 void page_cache_forget(struct page_cache *pc)
 {
     memset(pc->count, 0, sizeof pc->count);
-    pc->nonempty[0] = pc->nonempty[1] = 0;
+    memset(pc->nonempty, 0, sizeof pc->nonempty);
     __atomic_store_n(&pc->pages, 0, __ATOMIC_RELAXED);
     pcache_budget_reset(pc);
 }

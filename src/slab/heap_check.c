@@ -202,7 +202,8 @@ static void check_run(struct page *head, void *arg)
 
 static void check_pcache(struct page_cache *pc, struct parked *ps)
 {
-    static const uint8_t kind_of_stack[PCACHE_TYPES] = { PG_SLAB, PG_RUN };
+    static const uint8_t kind_of_stack[PCACHE_TYPES] = { [PCACHE_SLABS] = PG_SLAB, [PCACHE_RUNS] = PG_RUN,
+                                                         [PCACHE_BUF_SLABS] = PG_SLAB };
     size_t pages = 0;
     for (unsigned t = 0; t < PCACHE_TYPES; t++)
         for (unsigned n = 1; n <= PCACHE_MAX_PAGES; n++) {
@@ -216,7 +217,7 @@ static void check_pcache(struct page_cache *pc, struct parked *ps)
                 if (!(pagemap_get(run) & PM_BLOCK) || (run & (SL_PAGE - 1)) || head->h.kind != kind_of_stack[t] ||
                     head->h.npages != n || page_addr(page_head(head)) != (void *)run)
                     FAIL("page cache holds a run of another kind or length:", (void *)run, "kind", head->h.kind);
-                if (t == 0 && atomic_load_explicit(&slab_of_page(head)->owner, memory_order_relaxed))
+                if (t != PCACHE_RUNS && atomic_load_explicit(&slab_of_page(head)->owner, memory_order_relaxed))
                     FAIL("page cache holds a slab that has an owner:", (void *)run, NULL, 0);
                 if (ps->mask) {
                     size_t k = slot_of(ps, run);

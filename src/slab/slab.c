@@ -5,6 +5,7 @@
 
 #include "../base/fatal.h"
 #include "../os/os.h"
+#include "../page/antifrag.h"
 
 /* In .bss (filled at the first heap's creation), not .data: a 20 KiB
  * initialised table would be paged in whole at load. */
@@ -13,9 +14,11 @@ struct slab_geom slab_geom[SL_NIDS];
 void slab_geom_init(void)
 {
     size_class_init();
-    for (unsigned c = 0; c < SL_NCLASSES; c++)
-        slab_geom[c] = (struct slab_geom){ .size = class_size[c], .pages = class_pages[c], .type = PB_SLAB,
-                                           .key = 1 };
+    for (unsigned c = 0; c < SL_NCLASSES; c++) {
+        unsigned objects = (unsigned)(((size_t)class_pages[c] << SL_PAGE_SHIFT) / class_size[c]);
+        slab_geom[c] = (struct slab_geom){ .size = class_size[c], .pages = class_pages[c],
+                                           .type = af_slab_type(objects), .key = 1 };
+    }
 }
 
 void slab_init(struct slab *s, unsigned id)

@@ -130,7 +130,9 @@ static void gather(struct sl_cache_stats *rows, bool *open, unsigned first, unsi
         name_of(id, r->name);
         r->object_size = slab_geom[id].size;
         r->pages_per_slab = slab_geom[id].pages;
-        r->pageblock_type = slab_geom[id].type == PB_RECLAIM ? SL_PAGEBLOCK_RECLAIM : SL_PAGEBLOCK_SLAB;
+        r->pageblock_type = slab_geom[id].type == PB_RECLAIM ? SL_PAGEBLOCK_RECLAIM
+                            : slab_geom[id].type == PB_BUF   ? SL_PAGEBLOCK_BUF
+                                                             : SL_PAGEBLOCK_SLAB;
         r->objects_active = a->used > a->on_way ? a->used - a->on_way : 0;
         r->objects_total = a->room;
         r->slabs_active = a->slabs_active;

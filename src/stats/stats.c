@@ -209,7 +209,10 @@ static void caches_each(stat_cache_emit *emit, void *arg)
             s->caches(emit, arg);
 }
 
-static const char *pageblock_name(uint64_t type) { return type == SL_PAGEBLOCK_RECLAIM ? "RECLAIM" : "SLAB"; }
+static const char *pageblock_name(uint64_t type)
+{
+    return type == SL_PAGEBLOCK_RECLAIM ? "RECLAIM" : type == SL_PAGEBLOCK_BUF ? "BUF" : "SLAB";
+}
 
 /* v right-aligned to end at column `to` of a line at buf[0] (one space
  * before it at least) */

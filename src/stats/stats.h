@@ -33,7 +33,7 @@
     X(block_unmap, "pageblocks unmapped")                                     \
     X(block_steal, "whole free pageblocks taken by another type")             \
     X(extfrag, "external fragmentation events")                               \
-    X(extfrag_serious, "of them, a SLAB or RECLAIM piece in a RUN block")      \
+    X(extfrag_serious, "of them, a SLAB or RECLAIM piece in a RUN or BUF block") \
     X(boost_events, "watermark boosts raised by extfrag events")              \
     X(boost_runs, "boosted reclaim passes (shrinkers, orphans, owners asked)") \
     X(boost_drains, "page caches and spare slabs given back when asked")     \
@@ -87,6 +87,7 @@ enum sl_stat {
     X(blocks_slab, "pageblocks typed SLAB")                                   \
     X(blocks_reclaim, "pageblocks typed RECLAIM")                             \
     X(blocks_run, "pageblocks typed RUN")                                     \
+    X(blocks_buf, "pageblocks typed BUF (slabs of malloc's classes above 512 B)") \
     X(blocks_free, "pageblocks wholly free")                                  \
     X(budget_bytes, "heap budget: pageblock bytes before fallback (0: none)")  \
     X(thp_blocks, "pageblocks collapsed or advised into hugepages")           \

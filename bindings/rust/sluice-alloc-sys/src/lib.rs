@@ -68,6 +68,8 @@ pub struct sl_cache_stats {
 pub const SL_PAGEBLOCK_SLAB: u64 = 0;
 /// `sl_cache_stats::pageblock_type`: a RECLAIM pageblock.
 pub const SL_PAGEBLOCK_RECLAIM: u64 = 1;
+/// `sl_cache_stats::pageblock_type`: a BUF pageblock (malloc's classes above 512 B).
+pub const SL_PAGEBLOCK_BUF: u64 = 2;
 
 /// A cache's constructor: runs once per object, when it is first carved.
 pub type sl_ctor_fn = Option<unsafe extern "C" fn(obj: *mut c_void)>;
