@@ -468,6 +468,12 @@ static void start_reclaimer(void)
 
 void page_start_reclaimer(void) { start_reclaimer(); }
 
+void page_wake_reclaimer(void)
+{
+    start_reclaimer();
+    burst_kick_reclaimer();
+}
+
 void purge_maybe(void)
 {
     if (sl_opt.publish) /* SLUICE_PUBLISH: the reclaimer writes the statistics from the start */

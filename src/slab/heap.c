@@ -92,18 +92,24 @@ void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
 
 /* A remote free cleared the FULL bit of s: tell its owner. Heaps are never
  * unmapped, so the owner word is always safe to follow. */
-void heap_wake(uintptr_t owner_word, struct slab *s)
+bool heap_wake(uintptr_t owner_word, struct slab *s)
 {
     struct heap *owner = (struct heap *)(owner_word & ~(uintptr_t)1);
     if (owner_word & 1) { /* user cache: a counter, see take_woken */
         atomic_fetch_add_explicit(&heap_ids(owner)->woken[s->cls - SL_NCLASSES], 1, memory_order_release);
-        return;
+        return false;
     }
-    struct slab *old = atomic_load_explicit(&owner->notify, memory_order_relaxed);
+    return heap_notify_push(owner, s);
+}
+
+bool heap_notify_push(struct heap *h, struct slab *s)
+{
+    struct slab *old = atomic_load_explicit(&h->notify, memory_order_relaxed);
     do {
         s->next = old;
-    } while (!atomic_compare_exchange_weak_explicit(&owner->notify, &old, s, memory_order_release,
+    } while (!atomic_compare_exchange_weak_explicit(&h->notify, &old, s, memory_order_release,
                                                     memory_order_relaxed));
+    return !old;
 }
 
 /* Malloc classes: move the slabs that remote frees woke up back onto the
@@ -113,6 +119,7 @@ void take_notified(struct heap *h)
     if (!atomic_load_explicit(&h->notify, memory_order_relaxed))
         return;
     struct slab *s = atomic_exchange_explicit(&h->notify, NULL, memory_order_acquire);
+    st_relaxed(&h->notify_gen, ld_relaxed(&h->notify_gen) + 1); /* not idle (notify.c) */
     while (s) {
         struct slab *next = s->next;
         if (s->state == SLAB_FULL || s->state == SLAB_NOTIFY)

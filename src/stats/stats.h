@@ -23,6 +23,7 @@
     X(remote_collect, "remote free lists collected by owners")                \
     X(slab_new, "slabs created")                                              \
     X(slab_release, "empty slabs returned to the page layer")                 \
+    X(slab_taken_idle, "of them, emptied by remote frees and taken from an idle owner") \
     X(pcache_refill, "page cache refills (one lock each)")                    \
     X(pcache_drain, "page cache drains (one lock each)")                      \
     X(runcache_take, "medium runs reused whole from the shared run cache")    \
