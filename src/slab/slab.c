@@ -197,9 +197,16 @@ unsigned slab_remote_take_all(struct slab *s)
 bool slab_take_freed(struct slab *s, uint64_t mark)
 {
     uintptr_t base = (uintptr_t)slab_base(s), end = base + ((uintptr_t)s->h.npages << SL_PAGE_SHIFT);
-    uint32_t old = remote_lock(s, NULL);
+    /* first a look without the lock: a slab whose remote frees still come
+     * (a busy program's) is not kept waiting on it, nor its freers on us */
     unsigned n = 0;
+    for (uintptr_t w = base; w < end; w += 64 * SL_GRAIN)
+        n += (unsigned)popcount64(ld_relaxed(rbitmap_word(w)));
+    if (n != s->capacity)
+        return false;
+    uint32_t old = remote_lock(s, NULL);
     bool ok = true;
+    n = 0;
     for (uintptr_t w = base; w < end && ok; w += 64 * SL_GRAIN) {
         uint64_t m = ld_relaxed(rbitmap_word(w));
         n += (unsigned)popcount64(m);
