@@ -300,7 +300,8 @@ static void *reclaimer_main(void *arg)
         }
         /* slabs that other threads' frees emptied, from owners that idle
          * (slab/notify.c): before the decay, which then purges them */
-        heaps_take_emptied(now, decay_tick_ms(sl_opt.dirty_decay_ms, sl_opt.lazy_decay_ms));
+        if (heaps_take_emptied(now, decay_tick_ms(sl_opt.dirty_decay_ms, sl_opt.lazy_decay_ms)))
+            page_purge_taken();
         page_purge_decay(now, pressure);
         huge_purge_decay(now, pressure);
         if (!boosting) /* a collapse copies 2 MiB: winning blocks back comes first */

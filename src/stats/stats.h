@@ -59,7 +59,7 @@
     X(madv_dontneed_calls, "madvise(MADV_DONTNEED) calls: -> clean")           \
     X(madv_dontneed_bytes, "bytes advised MADV_DONTNEED")                     \
     X(madv_failed, "madvise calls the kernel refused (pages stay dirty)")      \
-    X(drop_purge, "purges at a drop in the pages in use, no reclaimer running") \
+    X(drop_purge, "purges at a drop in the pages in use (no reclaimer running), or of slabs taken from idle owners") \
     X(drop_regret, "drops left unpurged: the last drop's purged pages were taken back") \
     X(teardown_ranges, "big ranges queued for teardown by workers")            \
     X(teardown_sync, "big ranges the caller released (no workers, queue full)") \
