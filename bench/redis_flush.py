@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from redis import free_port, rollup  # noqa: E402
 from run import ALLOCATORS, LIBDIR  # noqa: E402
 
-SAMPLES = (1.0, 2.0, 5.0)
+SAMPLES = (1.0, 2.0, 5.0, 10.0)
 MODES = ("no", "yes")
 
 
