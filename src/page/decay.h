@@ -86,18 +86,20 @@ sl_inline uint64_t decay_drop_backoff(uint64_t backoff_ms, size_t purged, size_t
     return backoff_ms > DECAY_DROP_BACKOFF_MAX_MS ? DECAY_DROP_BACKOFF_MAX_MS : backoff_ms;
 }
 
-/* The owner of a thread heap takes the slabs that remote frees woke (its
- * notify stack, slab/heap.c) on its next refill of any class; a thread
- * that allocates only from its magazines, or not at all (redis's main
- * thread after its lazy-free thread freed a whole database), never does,
- * and those slabs stay resident however empty they are. So the reclaimer
- * looks at each heap once a tick: an owner that has taken nothing (gen,
- * its count of takes, unchanged) while slabs waited for at least tick_ms
- * is idle, and the slabs that remote frees emptied whole are taken from
- * it. An owner that refills within a tick of the wake-ups (a churning
- * program: larson, mstress) is never judged idle, so it keeps reusing its
- * own slabs. w is the reclaimer's record for the heap: the gen it last
- * saw, and since when slabs have waited with that gen (0: none wait). */
+/* The owner of a thread heap takes the slabs of a class that remote frees
+ * woke (its notify stack for the class, slab/heap.c) on its next refill
+ * of that class; a thread that allocates only from its magazines, or none
+ * of that class (redis's main thread after its lazy-free thread freed a
+ * whole database), never does, and those slabs stay resident however
+ * empty they are. So the reclaimer looks at each stack once a tick: an
+ * owner that has taken nothing from it (gen, its count of takes,
+ * unchanged) while slabs waited for at least tick_ms is idle for that
+ * class, and the slabs that remote frees emptied whole are taken from it.
+ * An owner that refills the class within a tick of the wake-ups (a
+ * churning program: larson, mstress) is never judged idle, so it keeps
+ * reusing its own slabs. w is the reclaimer's record for the stack: the
+ * gen it last saw, and since when slabs have waited with that gen (0: none
+ * wait). */
 struct owner_watch {
     uint32_t gen;
     uint64_t since_ms;

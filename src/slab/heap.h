@@ -121,9 +121,11 @@ struct heap {
                                          * for [SL_CLASS_ZERO] and heap_empty) */
     struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
     _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
-    _Atomic(struct slab *) notify;      /* malloc classes: FULL slabs that got a remote free */
-    _Atomic uint32_t notify_gen;        /* owner writes: its takes of notify so far */
-    struct owner_watch notify_watch;    /* heaps_lock: the reclaimer's look at notify (notify.c) */
+    _Atomic(struct slab *) notify[SL_NCLASSES]; /* malloc classes: FULL slabs that got a remote
+                                                 * free, a stack per class */
+    _Atomic uint32_t notify_gen[SL_NCLASSES];   /* owner writes: its takes of each so far */
+    struct owner_watch notify_watch[SL_NCLASSES]; /* heaps_lock: the reclaimer's look at each
+                                                   * (notify.c) */
     struct page_cache pcache;           /* owner */
     uint32_t boost_seen;                /* owner: page_boost_gen_word when it last drained */
     stat_counters stats;                /* owner writes, anyone reads */

@@ -10,7 +10,7 @@
 void slab_list_push(struct slab **head, struct slab *s);
 void slab_list_unlink(struct slab **head, struct slab *s);
 void slab_release(struct heap *h, struct slab *s, struct page_cache *pc);
-void take_notified(struct heap *h);
+void take_notified(struct heap *h, unsigned cls);
 /* Push s onto h's notify stack; true if it was empty. */
 bool heap_notify_push(struct heap *h, struct slab *s);
 void take_woken(struct heap *h, unsigned id);

@@ -87,7 +87,8 @@ static void reclaim_id(struct heap *h, unsigned id, bool keep_current, struct pa
  * pages freed go to pc (may be NULL). Its page cache is DRAIN_PAGE_CACHES'. */
 static void heap_reclaim(struct heap *h, bool keep_current, struct page_cache *pc)
 {
-    take_notified(h);
+    for (unsigned c = 0; c < SL_NCLASSES; c++)
+        take_notified(h, c);
     for (unsigned id = 0; id < SL_NIDS; id++)
         if (id_live(h, id))
             reclaim_id(h, id, keep_current, pc, NULL);
@@ -100,7 +101,7 @@ bool orphan_adopt(struct heap *h, unsigned id)
     bool got = false;
     for (struct heap *o = orphans; o && !got; o = o->orphan_next) {
         if (id < SL_NCLASSES)
-            take_notified(o);
+            take_notified(o, id);
         else if (heap_key(o, id) == heap_key(h, id))
             take_woken(o, id);
         else

@@ -2,13 +2,14 @@
  * frees emptied whole, taken back from an idle owner by the reclaimer.
  *
  * A FULL slab that gets a remote free goes onto its owner's notify stack
- * (heap.c, heap_wake), and the owner takes the stack on its next refill of
- * any class. An owner that stays on its fast paths never does: redis's
+ * of its class (heap.c, heap_wake), and the owner takes the stack on its
+ * next refill of that class. An owner that stays on its fast paths, or
+ * allocates nothing of that class, never does: redis's
  * main thread, whose lazy-free thread frees a whole database, kept every
  * slab of it resident (262 MiB of 400,000 keys, for as long as it ran).
- * So the reclaimer looks at every heap's stack once a tick; once the
- * policy (decay.h, decay_owner_idle) finds an owner idle, it takes the
- * stack whole, keeps the slabs whose every object another thread freed
+ * So the reclaimer looks at every heap's stacks once a tick; once the
+ * policy (decay.h, decay_owner_idle) finds an owner idle for a class (it
+ * has not taken that class's stack for a tick), it takes the stack whole, keeps the slabs whose every object another thread freed
  * (slab_take_freed), and pushes the rest back for the owner. The slabs it
  * keeps go back to the page layer, whose decay then purges them.
  *
@@ -29,21 +30,27 @@
  */
 #include "heap_lists.h"
 
+static bool waits(struct heap *h, unsigned c)
+{
+    return atomic_load_explicit(&h->notify[c], memory_order_relaxed) && !h->fork_orphan;
+}
+
 bool heaps_notify_waiting(void)
 {
     bool waiting = false;
     heaps_lock_for_check();
     for (struct heap *h = heaps_all(); h && !waiting; h = h->all_next)
-        waiting = atomic_load_explicit(&h->notify, memory_order_relaxed) && !h->fork_orphan;
+        for (unsigned c = 0; c < SL_NCLASSES && !waiting; c++)
+            waiting = waits(h, c);
     heaps_unlock_for_check();
     return waiting;
 }
 
-/* h is judged idle: take its stack, keep the emptied slabs on *out
- * (unowned, linked through next), push the rest back. */
-static void take_emptied(struct heap *h, struct slab **out, size_t *pages)
+/* h's owner is judged idle for class c: take that stack, keep the emptied
+ * slabs on *out (unowned, linked through next), push the rest back. */
+static void take_emptied(struct heap *h, unsigned c, struct slab **out, size_t *pages)
 {
-    struct slab *s = atomic_exchange_explicit(&h->notify, NULL, memory_order_acquire);
+    struct slab *s = atomic_exchange_explicit(&h->notify[c], NULL, memory_order_acquire);
     while (s) {
         struct slab *next = s->next;
         if (slab_take_freed(s, h->cookie)) {
@@ -64,11 +71,10 @@ size_t heaps_take_emptied(uint64_t now, uint64_t tick_ms)
     struct slab *taken = NULL;
     size_t pages = 0, slabs = 0;
     heaps_lock_for_check();
-    for (struct heap *h = heaps_all(); h; h = h->all_next) {
-        bool waiting = atomic_load_explicit(&h->notify, memory_order_relaxed) && !h->fork_orphan;
-        if (decay_owner_idle(&h->notify_watch, waiting, ld_relaxed(&h->notify_gen), now, tick_ms))
-            take_emptied(h, &taken, &pages);
-    }
+    for (struct heap *h = heaps_all(); h; h = h->all_next)
+        for (unsigned c = 0; c < SL_NCLASSES; c++)
+            if (decay_owner_idle(&h->notify_watch[c], waits(h, c), ld_relaxed(&h->notify_gen[c]), now, tick_ms))
+                take_emptied(h, c, &taken, &pages);
     heaps_unlock_for_check();
     for (struct slab *s = taken, *next; s; s = next, slabs++) {
         next = s->next;
