@@ -48,8 +48,10 @@
  *   PARTIAL  on the heap's partial list for its cache
  *   FULL     malloc classes: on no list; SLAB_FULL_BIT is set in remote. The
  *            first remote free clears the bit and pushes the slab onto the
- *            owner heap's notify stack (through slab.next), so the owner
- *            finds it again. User caches: on the heap's full list, which
+ *            owner heap's notify stack of its class (through slab.next), so
+ *            the owner finds it again at its next refill of the class; if
+ *            remote frees empty it while the owner idles, the reclaimer
+ *            takes it back instead (notify.c). User caches: on the heap's full list, which
  *            the owner scans for remote frees (no notify stack, so that
  *            destroying a cache never races a push).
  *   NOTIFY   on no list, a notify push is in flight: the owner freed into a
