@@ -1,8 +1,8 @@
 /* Unit: the decay policy (src/page/decay.h) as pure functions with a fake
  * clock: where advised memory goes, the tick, the cutoffs, the dirty cap
  * and the burst, the drop and its regret, what is due for one cached huge mapping (dirty, lazy,
- * clean, forced), and hugepage collapse selection (dense for long enough,
- * sparse again). No threads, no sleeps. */
+ * clean, forced), when a heap's owner is idle (decay_owner_idle), and
+ * hugepage collapse selection (dense for long enough, sparse again). No threads, no sleeps. */
 #include "../src/page/decay.h"
 #include "t.h"
 
@@ -54,6 +54,29 @@ int main(void)
     CHECK_EQ(decay_of(PS_DIRTY, t0, t0, true, 1000, 10000), DECAY_ADVISE); /* pressure */
     CHECK_EQ(decay_of(PS_LAZY, t0, t0, true, 1000, 10000), DECAY_EXPIRE);
     CHECK_EQ(decay_of(PS_DIRTY, t0, t0, false, 0, 0), DECAY_ADVISE); /* decay 0: at once */
+
+    /* an owner idle for a tick with slabs waiting on its notify stack: the
+     * reclaimer looks once a tick (tick 250 ms here) */
+    struct owner_watch w = { 0 };
+    CHECK(!decay_owner_idle(&w, false, 7, t0, 250));       /* nothing waits */
+    CHECK(!decay_owner_idle(&w, true, 7, t0, 250));        /* first seen waiting: watched from now */
+    CHECK(!decay_owner_idle(&w, true, 7, t0 + 249, 250));  /* under a tick */
+    CHECK(decay_owner_idle(&w, true, 7, t0 + 250, 250));   /* a tick, no take: idle */
+    CHECK(decay_owner_idle(&w, true, 7, t0 + 500, 250));   /* still idle, what it left still waits */
+    CHECK(!decay_owner_idle(&w, true, 8, t0 + 750, 250));  /* the owner took its stack: watched afresh */
+    CHECK(!decay_owner_idle(&w, true, 8, t0 + 999, 250));
+    CHECK(decay_owner_idle(&w, true, 8, t0 + 1000, 250));
+    CHECK(!decay_owner_idle(&w, false, 8, t0 + 1250, 250)); /* the stack emptied: forgotten */
+    CHECK(!decay_owner_idle(&w, true, 8, t0 + 1500, 250));  /* waiting again, same gen: a tick again */
+    CHECK(decay_owner_idle(&w, true, 8, t0 + 1750, 250));
+    /* a churning owner, taking its stack within every tick, is never idle */
+    struct owner_watch c = { 0 };
+    for (uint32_t i = 0; i < 100; i++)
+        CHECK(!decay_owner_idle(&c, true, i, t0 + 250 * i, 250));
+    /* a clock at 0 still counts as watched (since_ms 0 means none) */
+    struct owner_watch z = { 0 };
+    CHECK(!decay_owner_idle(&z, true, 1, 0, 250));
+    CHECK(decay_owner_idle(&z, true, 1, 251, 250));
 
     /* collapse selection: dense, then dense for DECAY_HUGIFY_AGE_MS */
     CHECK_EQ(hugify_choose(DECAY_DENSE_FREE_MAX + 1, 0, t0), HUGIFY_NOT_DENSE);

@@ -74,8 +74,8 @@ static void splice(struct heap *h, struct slab *s, unsigned id, uint32_t old, ui
     count_add(&h->counts.free[id], n);
     count_add(&h->counts.remote[id], n);
     count_add(&h->counts.bulk[id], n);
-    if (was_full) /* a FULL slab stays its owner's until this wakes it */
-        heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
+    if (was_full && heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s))
+        page_wake_reclaimer(); /* a FULL slab stays its owner's until this wakes it */
 }
 
 /* A chain met an object whose live bit is gone (double free, or a pointer

@@ -23,7 +23,11 @@
  *     purge) purges every dirty page at once, tick or not: the free that
  *     ends it may be the program's last, and with no reclaimer nothing
  *     would run the decay while it idles; unless the last drop purges
- *     were regretted (decay_drop_backoff).
+ *     were regretted (decay_drop_backoff);
+ *   - slabs that other threads' frees emptied whole while their owner
+ *     stays away from its slow paths are taken back by the reclaimer once
+ *     the owner has let them wait a tick (decay_owner_idle), so they reach
+ *     the decay above instead of staying with an idle thread.
  */
 #ifndef SL_DECAY_H
 #define SL_DECAY_H
@@ -80,6 +84,38 @@ sl_inline uint64_t decay_drop_backoff(uint64_t backoff_ms, size_t purged, size_t
         return 0;
     backoff_ms = backoff_ms ? 2 * backoff_ms : tick_ms;
     return backoff_ms > DECAY_DROP_BACKOFF_MAX_MS ? DECAY_DROP_BACKOFF_MAX_MS : backoff_ms;
+}
+
+/* The owner of a thread heap takes the slabs of a class that remote frees
+ * woke (its notify stack for the class, slab/heap.c) on its next refill
+ * of that class; a thread that allocates only from its magazines, or none
+ * of that class (redis's main thread after its lazy-free thread freed a
+ * whole database), never does, and those slabs stay resident however
+ * empty they are. So the reclaimer looks at each stack once a tick: an
+ * owner that has taken nothing from it (gen, its count of takes,
+ * unchanged) while slabs waited for at least tick_ms is idle for that
+ * class, and the slabs that remote frees emptied whole are taken from it.
+ * An owner that refills the class within a tick of the wake-ups (a
+ * churning program: larson, mstress) is never judged idle, so it keeps
+ * reusing its own slabs. w is the reclaimer's record for the stack: the
+ * gen it last saw, and since when slabs have waited with that gen (0: none
+ * wait). */
+struct owner_watch {
+    uint32_t gen;
+    uint64_t since_ms;
+};
+sl_inline bool decay_owner_idle(struct owner_watch *w, bool waiting, uint32_t gen, uint64_t now, uint64_t tick_ms)
+{
+    if (!waiting) {
+        w->since_ms = 0;
+        return false;
+    }
+    if (!w->since_ms || w->gen != gen) { /* new wake-ups, or the owner took some: watch afresh */
+        w->gen = gen;
+        w->since_ms = now ? now : 1;
+        return false;
+    }
+    return now - w->since_ms >= tick_ms;
 }
 
 /* What is due for one piece of free memory (a cached huge mapping) in

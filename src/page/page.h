@@ -183,6 +183,14 @@ void purge_fork_child(void);
 /* Start the reclaimer now if the program may have one (a slow path, no
  * lock held): the boost's work cannot wait for dirty pages to start it. */
 void page_start_reclaimer(void);
+/* Start the reclaimer as above, and end its idle sleep (at most once a
+ * tick): the slab layer has slabs for it to look at (slab/notify.c). */
+void page_wake_reclaimer(void);
+/* The reclaimer gave back slabs that idle owners left (slab/notify.c): a
+ * drop that needs no guess, since their owners idle, so the dirty pages
+ * are purged down to the cap now, with no grace, unless the last drops'
+ * purges were regretted (decay_drop_backoff). */
+void page_purge_taken(void);
 
 /* Watermark boost (page.c; the work is reclaim/boost.c). Blocks of
  * headroom the reclaimer should win back now (0: none wanted, or no

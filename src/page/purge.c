@@ -452,6 +452,13 @@ bool purge_drop_free(void)
     return sl_opt.purge != PURGE_OFF && no_reclaimer() && drop_may_purge(os_now_ms());
 }
 
+void page_purge_taken(void)
+{
+    if (sl_opt.purge == PURGE_OFF || !drop_may_purge(os_now_ms()))
+        return;
+    purge_drop_advised(enforce_cap(purgeable_dirty(), purge_dirty_cap(), UINT64_MAX, true));
+}
+
 void purge_drop_advised(size_t pages) { st_relaxed(&drop_purged, ld_relaxed(&drop_purged) + pages); }
 
 void purge_drop_grew(void) { st_relaxed(&grew, true); }
@@ -468,6 +475,12 @@ static void start_reclaimer(void)
 }
 
 void page_start_reclaimer(void) { start_reclaimer(); }
+
+void page_wake_reclaimer(void)
+{
+    start_reclaimer();
+    burst_kick_reclaimer();
+}
 
 void purge_maybe(void)
 {

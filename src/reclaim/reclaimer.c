@@ -2,7 +2,9 @@
  * it runs the purge layer's decay (page/purge.c, huge.c) on a clock, wakes
  * from its idle sleep when a big free kicks it (its next tick enforces the
  * dirty cap, so the freeing thread goes on), and under memory pressure
- * makes every free page clean at once.
+ * makes every free page clean at once. Each tick it also takes back the
+ * slabs that remote frees emptied while their owner idles
+ * (slab/notify.c), so that they decay like any free page.
  *
  * Under a heap budget it also does the watermark boost's work (boost.c):
  * kicked by an extfrag event or by headroom under the low watermark, it
@@ -44,6 +46,7 @@
 #include "../os/os.h"
 #include "../page/decay.h"
 #include "../page/page.h"
+#include "../slab/heap.h"
 #include "../stats/stats.h"
 #include "../teardown/teardown.h"
 #include "boost.h"
@@ -321,13 +324,17 @@ static void *reclaimer_main(void *arg)
             if (pressure)
                 stat_add_shared(STAT_pressure_events, 1);
         }
+        /* slabs that other threads' frees emptied, from owners that idle
+         * (slab/notify.c): before the decay, which then purges them */
+        if (heaps_take_emptied(now, decay_tick_ms(sl_opt.dirty_decay_ms, sl_opt.lazy_decay_ms)))
+            page_purge_taken();
         page_purge_decay(now, pressure);
         huge_purge_decay(now, pressure);
         if (!boosting) /* a collapse copies 2 MiB: winning blocks back comes first */
             hugify_pass(now);
         stat_add_shared(STAT_reclaimer_runs, 1);
         stats_publish(PUBLISH_TICK);
-        if (!page_purge_pending() && !sl_opt.publish && !boosting)
+        if (!page_purge_pending() && !sl_opt.publish && !boosting && !heaps_notify_waiting())
             wait_ms(IDLE_SLEEP_MS);
     }
     return NULL;

@@ -92,27 +92,37 @@ void slab_release(struct heap *h, struct slab *s, struct page_cache *pc)
 
 /* A remote free cleared the FULL bit of s: tell its owner. Heaps are never
  * unmapped, so the owner word is always safe to follow. */
-void heap_wake(uintptr_t owner_word, struct slab *s)
+bool heap_wake(uintptr_t owner_word, struct slab *s)
 {
     struct heap *owner = (struct heap *)(owner_word & ~(uintptr_t)1);
     if (owner_word & 1) { /* user cache: a counter, see take_woken */
         atomic_fetch_add_explicit(&heap_ids(owner)->woken[s->cls - SL_NCLASSES], 1, memory_order_release);
-        return;
+        return false;
     }
-    struct slab *old = atomic_load_explicit(&owner->notify, memory_order_relaxed);
-    do {
-        s->next = old;
-    } while (!atomic_compare_exchange_weak_explicit(&owner->notify, &old, s, memory_order_release,
-                                                    memory_order_relaxed));
+    return heap_notify_push(owner, s);
 }
 
-/* Malloc classes: move the slabs that remote frees woke up back onto the
- * partial lists. */
-void take_notified(struct heap *h)
+bool heap_notify_push(struct heap *h, struct slab *s)
 {
-    if (!atomic_load_explicit(&h->notify, memory_order_relaxed))
+    _Atomic(struct slab *) *top = &h->notify[s->cls];
+    struct slab *old = atomic_load_explicit(top, memory_order_relaxed);
+    do {
+        s->next = old;
+    } while (!atomic_compare_exchange_weak_explicit(top, &old, s, memory_order_release, memory_order_relaxed));
+    return !old;
+}
+
+/* Malloc class cls: move the slabs that remote frees woke up back onto the
+ * partial list. Only the class being refilled: the slabs of the others
+ * wait on their stacks, where the reclaimer finds them if their frees
+ * empty them while this thread needs none of their class (notify.c); on
+ * the partial lists they would be this thread's alone. */
+void take_notified(struct heap *h, unsigned cls)
+{
+    if (!atomic_load_explicit(&h->notify[cls], memory_order_relaxed))
         return;
-    struct slab *s = atomic_exchange_explicit(&h->notify, NULL, memory_order_acquire);
+    struct slab *s = atomic_exchange_explicit(&h->notify[cls], NULL, memory_order_acquire);
+    st_relaxed(&h->notify_gen[cls], ld_relaxed(&h->notify_gen[cls]) + 1); /* not idle (notify.c) */
     while (s) {
         struct slab *next = s->next;
         if (s->state == SLAB_FULL || s->state == SLAB_NOTIFY)
@@ -254,7 +264,7 @@ static struct slab *refill(struct heap *h, unsigned id, bool fill)
         *cur = &slab_none;
     }
     if (id < SL_NCLASSES)
-        take_notified(h);
+        take_notified(h, id);
     else
         take_woken(h, id);
     for (int round = 0; round < 2; round++) {

@@ -71,6 +71,7 @@
 #ifndef SL_HEAP_H
 #define SL_HEAP_H
 
+#include "../page/decay.h"
 #include "../page/page.h"
 #include "../pagemap/pagemap.h"
 #include "../stats/stats.h"
@@ -125,7 +126,11 @@ struct heap {
                                          * for [SL_CLASS_ZERO] and heap_empty) */
     struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
     _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
-    _Atomic(struct slab *) notify;      /* malloc classes: FULL slabs that got a remote free */
+    _Atomic(struct slab *) notify[SL_NCLASSES]; /* malloc classes: FULL slabs that got a remote
+                                                 * free, a stack per class */
+    _Atomic uint32_t notify_gen[SL_NCLASSES];   /* owner writes: its takes of each so far */
+    struct owner_watch notify_watch[SL_NCLASSES]; /* heaps_lock: the reclaimer's look at each
+                                                   * (notify.c) */
     struct page_cache pcache;           /* owner */
     uint32_t boost_seen;                /* owner: page_boost_gen_word when it last drained */
     stat_counters stats;                /* owner writes, anyone reads */
@@ -373,7 +378,15 @@ void heap_free_local_slow(struct heap *h, struct slab *s, bool bulk);
 /* For the bulk and cache layers: make h->cur[id] a slab with free objects
  * (NULL + ENOMEM); tell a slab's owner that a FULL slab got remote frees. */
 struct slab *heap_refill(struct heap *h, unsigned id);
-void heap_wake(uintptr_t owner_word, struct slab *s);
+/* True if the owner had no slab waiting: the caller, on a free path with
+ * no lock held, then calls page_wake_reclaimer for notify.c's look. */
+bool heap_wake(uintptr_t owner_word, struct slab *s);
+/* notify.c, for the reclaimer once a tick: does any heap have slabs on its
+ * notify stack; and take back the slabs that remote frees emptied from
+ * owners idle for a tick (decay_owner_idle), returning the bytes given
+ * to the page layer. */
+bool heaps_notify_waiting(void);
+size_t heaps_take_emptied(uint64_t now, uint64_t tick_ms);
 /* Free of a live object p of slab s (validated) by whichever thread. */
 void heap_free_object(struct slab *s, void *p);
 

@@ -169,12 +169,12 @@ static void free_object(struct slab *s, void *p)
         lock_acquire(&heapless_lock);
         bool was_full = slab_free_remote(s, p, NULL);
         lock_release(&heapless_lock);
-        if (was_full)
-            heap_wake(owner, s);
+        if (was_full && heap_wake(owner, s))
+            page_wake_reclaimer();
         return;
     }
-    if (slab_free_remote(s, p, &h->remote_held))
-        heap_wake(owner, s);
+    if (slab_free_remote(s, p, &h->remote_held) && heap_wake(owner, s))
+        page_wake_reclaimer();
 }
 
 

@@ -10,7 +10,9 @@
 void slab_list_push(struct slab **head, struct slab *s);
 void slab_list_unlink(struct slab **head, struct slab *s);
 void slab_release(struct heap *h, struct slab *s, struct page_cache *pc);
-void take_notified(struct heap *h);
+void take_notified(struct heap *h, unsigned cls);
+/* Push s onto h's notify stack; true if it was empty. */
+bool heap_notify_push(struct heap *h, struct slab *s);
 void take_woken(struct heap *h, unsigned id);
 /* heap.c: lay out h's idle magazine of class cls, empty, at its depth. */
 void mag_layout(struct heap *h, unsigned cls);

@@ -98,7 +98,8 @@ static bool id_empty(struct heap *h, unsigned id)
  * 72 magazines, 0.9 k now; docs/benchmarks/thread-exit.md). */
 static void heap_reclaim(struct heap *h, bool keep_current, struct page_cache *pc)
 {
-    take_notified(h);
+    for (unsigned c = 0; c < SL_NCLASSES; c++) /* every class: a FULL slab is on no list, so its id may be unmarked */
+        take_notified(h, c);
     for (unsigned w = 0; w < SL_NIDS / 64; w++)
         for (uint64_t bits = h->ids_held[w]; bits; bits &= bits - 1) {
             unsigned id = w * 64 + (unsigned)__builtin_ctzll(bits);
@@ -116,7 +117,7 @@ bool orphan_adopt(struct heap *h, unsigned id)
     bool got = false;
     for (struct heap *o = orphans; o && !got; o = o->orphan_next) {
         if (id < SL_NCLASSES)
-            take_notified(o);
+            take_notified(o, id);
         else if (heap_key(o, id) == heap_key(h, id))
             take_woken(o, id);
         else

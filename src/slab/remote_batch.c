@@ -37,11 +37,11 @@
 /* Release slab s's remote lock (old: the summary it had), marking the
  * groups sum, for n objects whose remote-free bits are set; wake the owner
  * if it was FULL. */
-static void unlock_slab(struct heap *h, struct slab *s, uint32_t old, uint32_t sum, unsigned n)
+static bool unlock_slab(struct heap *h, struct slab *s, uint32_t old, uint32_t sum, unsigned n)
 {
     stat_add(h->stats, STAT_free_remote, n); /* pushed to the owner (the per-cache counts had them at their free) */
-    if (remote_unlock_marked(s, &h->remote_held, old, sum))
-        heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
+    return remote_unlock_marked(s, &h->remote_held, old, sum) &&
+           heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
 }
 
 /* Under the remote lock of their slab, set the remote-free bits of ps[0, k)
@@ -93,6 +93,7 @@ void remote_batch_flush(struct heap *h)
     struct slab *locked = NULL;
     uint32_t old = 0, sum = 0;
     unsigned count = 0;
+    bool tell = false; /* an owner had no slab waiting: the reclaimer looks (notify.c) */
     for (unsigned i = 0, j; i < n; i = j) {
         for (j = i + 1; j < n && v[j] >> 10 == v[i] >> 10; j++)
             ;
@@ -101,7 +102,7 @@ void remote_batch_flush(struct heap *h)
             /* the slab changed hands since they were batched (orphaned,
              * or adopted by h): freed one by one, no remote lock held */
             if (locked)
-                unlock_slab(h, locked, old, sum, count);
+                tell |= unlock_slab(h, locked, old, sum, count);
             locked = NULL;
             for (unsigned k = j; k-- > i;) {
                 *mag_cookie((void *)v[k]) = 0; /* this thread's mark: freed anew below */
@@ -117,7 +118,7 @@ void remote_batch_flush(struct heap *h)
         struct slab *s = slab_of_page(page_of((void *)hd));
         if (s != locked) {
             if (locked)
-                unlock_slab(h, locked, old, sum, count);
+                tell |= unlock_slab(h, locked, old, sum, count);
             locked = s;
             old = remote_lock(s, &h->remote_held);
             sum = 0;
@@ -128,7 +129,9 @@ void remote_batch_flush(struct heap *h)
         count += j - i;
     }
     if (locked)
-        unlock_slab(h, locked, old, sum, count);
+        tell |= unlock_slab(h, locked, old, sum, count);
+    if (tell && !h->fork_orphan) /* not from fork's child handler */
+        page_wake_reclaimer();
 }
 
 void remote_batch_add(struct heap *h, void *p, uint32_t t)

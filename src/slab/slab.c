@@ -197,6 +197,41 @@ unsigned slab_remote_take_all(struct slab *s)
     return n;
 }
 
+bool slab_take_freed(struct slab *s, uint64_t mark)
+{
+    uintptr_t base = (uintptr_t)slab_base(s), end = base + ((uintptr_t)s->h.npages << SL_PAGE_SHIFT);
+    /* first a look without the lock: a slab whose remote frees still come
+     * (a busy program's) is not kept waiting on it, nor its freers on us */
+    unsigned n = 0;
+    for (uintptr_t w = base; w < end; w += 64 * SL_GRAIN)
+        n += (unsigned)popcount64(ld_relaxed(rbitmap_word(w)));
+    if (n != s->capacity)
+        return false;
+    uint32_t old = remote_lock(s, NULL);
+    bool ok = true;
+    n = 0;
+    for (uintptr_t w = base; w < end && ok; w += 64 * SL_GRAIN) {
+        uint64_t m = ld_relaxed(rbitmap_word(w));
+        n += (unsigned)popcount64(m);
+        ok = !(m & ~ld_relaxed(bitmap_word(w))); /* else a double free: the owner's collect reports it */
+        for (uint64_t f = mark ? m : 0; f && ok; f &= f - 1)
+            ok = ((uint64_t *)(w + ((uintptr_t)__builtin_ctzll(f) << SL_GRAIN_SHIFT)))[1] == mark;
+    }
+    if (!ok || n != s->capacity) {
+        remote_unlock(s, NULL, old);
+        return false;
+    }
+    for (uintptr_t w = base; w < end; w += 64 * SL_GRAIN) { /* the remote word first, as collect_word */
+        st_relaxed(rbitmap_word(w), 0);
+        st_relaxed(bitmap_word(w), 0);
+    }
+    remote_unlock(s, NULL, 0);
+    s->used = 0;
+    s->free = NULL;
+    s->unlinked = 0;
+    return true;
+}
+
 bool slab_free_remote(struct slab *s, void *p, struct slab **held)
 {
     uintptr_t q = (uintptr_t)p, base = (uintptr_t)slab_base(s);

@@ -48,8 +48,10 @@
  *   PARTIAL  on the heap's partial list for its cache
  *   FULL     malloc classes: on no list; SLAB_FULL_BIT is set in remote. The
  *            first remote free clears the bit and pushes the slab onto the
- *            owner heap's notify stack (through slab.next), so the owner
- *            finds it again. User caches: on the heap's full list, which
+ *            owner heap's notify stack of its class (through slab.next), so
+ *            the owner finds it again at its next refill of the class; if
+ *            remote frees empty it while the owner idles, the reclaimer
+ *            takes it back instead (notify.c). User caches: on the heap's full list, which
  *            the owner scans for remote frees (no notify stack, so that
  *            destroying a cache never races a push).
  *   NOTIFY   on no list, a notify push is in flight: the owner freed into a
@@ -233,6 +235,13 @@ unsigned slab_collect(struct slab *s, void **mag, struct slab **held, uint64_t m
 /* Take every remote-free bit of the slab's range, whatever the summary
  * says (a slab being discarded, under a lock fork takes); returns how many. */
 unsigned slab_remote_take_all(struct slab *s);
+/* Take every object of s at once if other threads freed them all (each
+ * has its remote-free bit, on a live object carrying mark: as
+ * slab_collect checks; anything else is left for the owner's collect to
+ * report): the bits are cleared and true returned; s is then empty and
+ * nobody's to free into, for its taker to release. For a slab off every
+ * list of its owner (on its notify stack), under a lock that fork takes. */
+bool slab_take_freed(struct slab *s, uint64_t mark);
 /* Remote free (another thread's slab; p validated): one bit and the
  * summary under the remote lock (held: see remote_lock); returns true if
  * the slab was FULL and the caller must notify its owner. */

@@ -23,6 +23,7 @@
     X(remote_collect, "remote free lists collected by owners")                \
     X(slab_new, "slabs created")                                              \
     X(slab_release, "empty slabs returned to the page layer")                 \
+    X(slab_taken_idle, "of them, emptied by remote frees and taken from an idle owner") \
     X(pcache_refill, "page cache refills (one lock each)")                    \
     X(pcache_drain, "page cache drains (one lock each)")                      \
     X(pcache_grow, "page cache budgets doubled (drained runs asked for again)") \
@@ -60,7 +61,7 @@
     X(madv_dontneed_calls, "madvise(MADV_DONTNEED) calls: -> clean")           \
     X(madv_dontneed_bytes, "bytes advised MADV_DONTNEED")                     \
     X(madv_failed, "madvise calls the kernel refused (pages stay dirty)")      \
-    X(drop_purge, "purges at a drop in the pages in use, no reclaimer running") \
+    X(drop_purge, "purges at a drop in the pages in use (no reclaimer running), or of slabs taken from idle owners") \
     X(drop_regret, "drops left unpurged: the last drop's purged pages were taken back") \
     X(teardown_ranges, "big ranges queued for teardown by workers")            \
     X(teardown_sync, "big ranges the caller released (no workers, queue full)") \
