@@ -73,7 +73,7 @@ _Static_assert(SL_CHECK_DEFAULT == 0 || SL_CHECK_DEFAULT == 1, "SL_CHECK_DEFAULT
       "pageblocks plus the room left in the budget reach the high watermark plus the boost; " \
       "`0`: no boost (the baseline of `bench/fragment`)") \
     X(antifrag, "SLUICE_ANTIFRAG", 1, "`1`", parse_bool, 0, \
-      "`1`: pageblocks are grouped by type (`SLAB`, `RECLAIM`, `RUN`); `0`: one type for all, " \
+      "`1`: pageblocks are grouped by type (`SLAB`, `BUF`, `RECLAIM`, `RUN`); `0`: one type for all, " \
       "the baseline that shows what grouping buys") \
     X(thp, "SLUICE_THP", THP_COLLAPSE, "`collapse`", parse_thp, 1, \
       "`collapse`: a pageblock dense (at most 5/16 of it free) for a second is collapsed into a " \
