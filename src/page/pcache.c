@@ -71,7 +71,7 @@ static void pcache_budget_moved(struct page_cache *pc, unsigned old, unsigned ne
 {
     if (new == old)
         return;
-    __atomic_fetch_add(&page_heap.pcache_extra, (size_t)new - old, __ATOMIC_RELAXED); /* wraps for a fall */
+    atomic_fetch_add_explicit(&page_heap.pcache_extra, (size_t)new - old, memory_order_relaxed); /* wraps for a fall */
     if (pc->stats)
         stat_add(pc->stats, new > old ? STAT_pcache_grow : STAT_pcache_shrink, 1);
 }
