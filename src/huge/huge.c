@@ -29,10 +29,19 @@ static struct huge *cache;
 static size_t cache_bytes, cache_count, live_bytes, live_count;
 
 /* Advise a cached mapping; its new state. huge_lock held (huge frees are
- * rare enough that the call may run under it). */
+ * rare enough that the call may run under it). Always MADV_DONTNEED, in
+ * free mode too: the kernel counts MADV_FREE'd pages in the process's RSS
+ * until memory runs short, and a cached mapping serves only the next huge
+ * request that fits it, while the program's other memory grows elsewhere.
+ * gcc -O2 on sqlite3.c frees 1-9 MiB buffers one after another: with
+ * MADV_FREE its cache held 8-12 MiB of lazy pages at cc1's peak, and the
+ * peak RSS was that much higher (docs/benchmarks/real-rss.md). A reuse
+ * after the dirty decay faults its pages in again, as a fresh mapping
+ * would, but makes no mmap; one within the dirty decay finds them
+ * resident. */
 static void advise_cached(struct huge *hd, uint64_t now)
 {
-    hd->state = page_advise(hd->base, hd->map_size, decay_target(sl_opt.purge));
+    hd->state = page_advise(hd->base, hd->map_size, PS_CLEAN);
     hd->state_ms = now;
 }
 
@@ -148,7 +157,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         purge_drop_grew();
         live_count++;
         stat_add(stats_global, STAT_huge_reuse, 1);
-        if (hd->state == PS_LAZY) /* a drop's advice taken back: its regret */
+        if (hd->state != PS_DIRTY) /* a drop's advice taken back: its regret */
             purge_lazy_taken(hd->map_size >> SL_PAGE_SHIFT);
         bool clean = hd->state == PS_CLEAN;
         lock_release(&huge_lock);
