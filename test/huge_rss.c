@@ -1,12 +1,20 @@
-/* A cached huge mapping, once advised, holds no resident page: the huge
- * cache advises MADV_DONTNEED (clean), never MADV_FREE (lazy), whose pages
- * the kernel keeps counting in the process's RSS until memory runs short
- * (huge/huge.c: advise_cached). Run with SLUICE_DIRTY_DECAY_MS=0, so a
- * freed mapping is advised as it is cached. The mapping is still reused
- * by the next huge request, and a calloc of it reads zero; memory freed
- * in pageblocks still goes lazy first (SLUICE_PURGE=free is unchanged
- * there: test/purge.c). */
+/* The huge cache's resident memory (huge/huge.c).
+ *
+ * advised (SLUICE_DIRTY_DECAY_MS=0, so a freed mapping is advised as it is
+ * cached): a cached huge mapping, once advised, holds no resident page:
+ * MADV_DONTNEED (clean), never MADV_FREE (lazy), whose pages the kernel
+ * keeps counting in the process's RSS until memory runs short. The
+ * mapping is still reused by the next huge request, and a calloc of it
+ * reads zero; memory freed in pageblocks still goes lazy first
+ * (test/purge.c).
+ *
+ * cap (a dirty decay of a minute, a reclaimer: nothing is advised for
+ * its age or for a drop): the cache keeps dirty at most an eighth of the
+ * memory in use, newest first, and always the newest mapping: a buffer
+ * freed and allocated again in a loop stays resident; of four freed with
+ * little else in use, the three older are advised at once. */
 #define _GNU_SOURCE
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +37,46 @@ static size_t resident_pages(void *p, size_t n)
     return in;
 }
 
-int main(void)
+/* An allocation slow path with dirty memory left behind, which starts the
+ * reclaimer (SLUICE_RECLAIMER=on); true, for a waited condition. */
+static bool slow_path(void)
+{
+    sl_free(sl_malloc(300000));
+    return true;
+}
+
+static void cap(void)
+{
+    const size_t n = 8u << 20;
+    unsigned char *v[4];
+    /* with the reclaimer running, a free is no drop to advise at once */
+    CHECK(T_WAIT(slow_path() && sl_stat("reclaimer_runs") > 0, 20000));
+    /* one buffer in a loop: the same mapping, resident throughout */
+    unsigned char *first = NULL;
+    for (int i = 0; i < 3; i++) {
+        unsigned char *p = sl_malloc(n);
+        CHECK(p != NULL);
+        CHECK(!first || p == first);
+        first = p;
+        memset(p, i + 1, n);
+        sl_free(p);
+        CHECK_EQ(resident_pages(p, n), n / 4096);
+    }
+    for (int i = 0; i < 4; i++) {
+        CHECK((v[i] = sl_malloc(n)) != NULL);
+        memset(v[i], 0xa5, n);
+    }
+    for (int i = 0; i < 4; i++)
+        sl_free(v[i]);
+    CHECK(sl_stat("huge_cached_bytes") >= 4 * n);
+    CHECK_EQ(resident_pages(v[3], n), n / 4096); /* the newest */
+    size_t older = 0;
+    for (int i = 0; i < 3; i++)
+        older += resident_pages(v[i], n);
+    CHECK_EQ(older, 0);
+}
+
+static void advised(void)
 {
     const size_t n = 8u << 20;
     uint64_t reuse = sl_stat("huge_reuse"), dontneed = sl_stat("madv_dontneed_bytes");
@@ -52,5 +99,13 @@ int main(void)
         bad += q[i] != 0;
     CHECK_EQ(bad, 0);
     sl_free(q);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "cap"))
+        cap();
+    else
+        advised();
     return t_done("huge_rss");
 }

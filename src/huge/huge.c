@@ -45,6 +45,29 @@ static void advise_cached(struct huge *hd, uint64_t now)
     hd->state_ms = now;
 }
 
+/* The cache's dirty mappings are free memory kept resident, as a
+ * pageblock's dirty pages are, and held to the same cap: an eighth of the
+ * memory in use (decay.h: decay_dirty_cap, of the pageblocks' active
+ * pages and the live huge mappings), newest first; the newest is kept
+ * whatever its size (a loop that frees and allocates one big buffer
+ * reuses it resident). The older ones past the cap are advised at once
+ * rather than after the dirty decay. gcc -O2 on sqlite3.c frees 1-9 MiB
+ * buffers one after another while its heap grows: uncapped, the cache
+ * held up to 12 MiB of them resident at cc1's peak (about 40 MiB in use;
+ * docs/benchmarks/real-rss.md). huge_lock held. */
+static void cap_dirty(uint64_t now)
+{
+    size_t cap = decay_dirty_cap(page_active_pages() + (live_bytes >> SL_PAGE_SHIFT)) << SL_PAGE_SHIFT, kept = 0;
+    for (struct huge *hd = cache; hd; hd = hd->next) {
+        if (hd->state != PS_DIRTY)
+            continue;
+        if (hd == cache || kept + hd->map_size <= cap)
+            kept += hd->map_size;
+        else
+            advise_cached(hd, now);
+    }
+}
+
 /* aligned: the program asked for 2 MiB alignment (posix_memalign,
  * aligned_alloc): it wants hugepages, and gets them at any size. */
 static void hint_huge(struct huge *hd, size_t size, bool aligned)
@@ -238,6 +261,8 @@ void huge_free(struct huge *hd, void *p)
         cache_bytes += hd->map_size;
         cache_count++;
         hd = NULL;
+        if (sl_opt.purge != PURGE_OFF)
+            cap_dirty(os_now_ms());
         /* evict the oldest (the tail) while over budget */
         while (cache_count > HUGE_CACHE_ENTRIES || cache_bytes > HUGE_CACHE_BYTES) {
             struct huge **it = &cache;
