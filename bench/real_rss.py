@@ -30,6 +30,7 @@ name), plus --with NAME=LIB.
 import argparse
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -134,6 +135,7 @@ def main():
             ratio = f"{statistics.median(rs) / gm:.3f}" if gm else "-"
             print(f"| {pname} | {name} | {statistics.median(rs):.1f} ({min(rs):.1f}-{max(rs):.1f}) "
                   f"| {statistics.median(ts):.2f} ({min(ts):.2f}-{max(ts):.2f}) | {ratio} |")
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
