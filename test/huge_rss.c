@@ -9,10 +9,11 @@
  * (test/purge.c).
  *
  * cap (a dirty decay of a minute, a reclaimer: nothing is advised for
- * its age or for a drop): the cache keeps dirty at most an eighth of the
- * memory in use, newest first, and always the newest mapping: a buffer
- * freed and allocated again in a loop stays resident; of four freed with
- * little else in use, the three older are advised at once. */
+ * its age or for a drop): freed mappings stay resident for their reuse
+ * (a buffer freed and allocated again in a loop, four freed in a row)
+ * until the heap grows; then the cache keeps dirty at most an eighth of
+ * the memory in use, newest first, and always the newest: of the four,
+ * the three older are advised. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdint.h>
@@ -69,11 +70,27 @@ static void cap(void)
     for (int i = 0; i < 4; i++)
         sl_free(v[i]);
     CHECK(sl_stat("huge_cached_bytes") >= 4 * n);
-    CHECK_EQ(resident_pages(v[3], n), n / 4096); /* the newest */
+    /* no growth yet: all four stay resident for their reuse */
+    size_t all = 0;
+    for (int i = 0; i < 4; i++)
+        all += resident_pages(v[i], n);
+    CHECK_EQ(all, 4 * n / 4096);
+    /* the heap grows by a pageblock (medium runs, little else in use):
+     * the three older ones are advised, the newest kept */
+    enum { NRUNS = 200 };
+    static void *runs[NRUNS];
+    uint64_t blocks = sl_stat("block_map");
+    int k = 0;
+    while (k < NRUNS && sl_stat("block_map") == blocks)
+        CHECK((runs[k++] = sl_malloc(60000)) != NULL);
+    CHECK(sl_stat("block_map") > blocks);
+    CHECK_EQ(resident_pages(v[3], n), n / 4096);
     size_t older = 0;
     for (int i = 0; i < 3; i++)
         older += resident_pages(v[i], n);
     CHECK_EQ(older, 0);
+    while (k)
+        sl_free(runs[--k]);
 }
 
 static void advised(void)

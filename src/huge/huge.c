@@ -46,14 +46,17 @@ static void advise_cached(struct huge *hd, uint64_t now)
 }
 
 /* The cache's dirty mappings are free memory kept resident, as a
- * pageblock's dirty pages are, and held to the same cap: an eighth of the
- * memory in use (decay.h: decay_dirty_cap, of the pageblocks' active
- * pages and the live huge mappings), newest first; the newest is kept
- * whatever its size (a loop that frees and allocates one big buffer
- * reuses it resident). The older ones past the cap are advised at once
- * rather than after the dirty decay. gcc -O2 on sqlite3.c frees 1-9 MiB
- * buffers one after another while its heap grows: uncapped, the cache
- * held up to 12 MiB of them resident at cc1's peak (about 40 MiB in use;
+ * pageblock's dirty pages are, and when the heap grows (a new huge
+ * mapping, a new pageblock: huge_growth) they are held to the same cap:
+ * an eighth of the memory in use (decay.h: decay_dirty_cap, of the
+ * pageblocks' active pages and the live huge mappings), newest first,
+ * and always the newest; the older ones past it are advised at once
+ * rather than after the dirty decay. Growth, not every free: a program
+ * that cycles through a few big buffers (bench/large) keeps reusing them
+ * resident, while one whose heap grows does not keep idle mappings
+ * resident beside the new memory. gcc -O2 on sqlite3.c frees 1-9 MiB
+ * buffers one after another while its heap grows: the cache held up to
+ * 12 MiB of them resident at cc1's peak (about 40 MiB in use;
  * docs/benchmarks/real-rss.md). huge_lock held. */
 static void cap_dirty(uint64_t now)
 {
@@ -66,6 +69,21 @@ static void cap_dirty(uint64_t now)
         else
             advise_cached(hd, now);
     }
+}
+
+static _Atomic uint64_t blocks_seen; /* block_map when huge_growth last looked */
+
+void huge_growth(void)
+{
+    uint64_t b = atomic_load_explicit(&stats_global[STAT_block_map], memory_order_relaxed);
+    if (b == ld_relaxed(&blocks_seen))
+        return;
+    st_relaxed(&blocks_seen, b);
+    if (sl_opt.purge == PURGE_OFF || !__atomic_load_n(&cache_count, __ATOMIC_RELAXED))
+        return;
+    lock_acquire(&huge_lock);
+    cap_dirty(os_now_ms());
+    lock_release(&huge_lock);
 }
 
 /* aligned: the program asked for 2 MiB alignment (posix_memalign,
@@ -213,6 +231,8 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         purge_drop_grew();
         live_count++;
         stat_add(stats_global, STAT_huge_map, 1);
+        if (sl_opt.purge != PURGE_OFF)
+            cap_dirty(os_now_ms()); /* the heap grew */
     } else {
         pagemap_set((uintptr_t)base, map_size, 0);
     }
@@ -261,8 +281,6 @@ void huge_free(struct huge *hd, void *p)
         cache_bytes += hd->map_size;
         cache_count++;
         hd = NULL;
-        if (sl_opt.purge != PURGE_OFF)
-            cap_dirty(os_now_ms());
         /* evict the oldest (the tail) while over budget */
         while (cache_count > HUGE_CACHE_ENTRIES || cache_bytes > HUGE_CACHE_BYTES) {
             struct huge **it = &cache;

@@ -68,4 +68,10 @@ void huge_gauges(struct huge_gauges *g);
 void huge_check_all(void); /* sl_check's part; aborts on a broken invariant */
 struct sl_lock *huge_fork_lock(void); /* for fork's handlers */
 
+/* The heap grew: a pageblock was mapped since the last call (the slab
+ * layer's allocation slow paths call it after page_alloc, with no lock
+ * held). The cache's dirty mappings are then held to the dirty cap,
+ * newest kept (huge.c: cap_dirty). One load when nothing was mapped. */
+void huge_growth(void);
+
 #endif
