@@ -18,10 +18,18 @@ expect() { # name wanted-status stderr-pattern command...
 
 cat >"$W/prog.py" <<'PY'
 import time
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
 bufs = [bytearray(100000) for _ in range(2500)]   # about 250 MB in page runs
 time.sleep(0.4)
+peak = rss()
 bufs.clear()
-time.sleep(0.6)
+deadline = time.monotonic() + 30                  # a condition with a deadline, not a sleep
+while rss() > peak / 2 and time.monotonic() < deadline:
+    time.sleep(0.05)
+time.sleep(0.4)                                   # a sample and a publish after it
 PY
 if expect "run python3" 0 "peak RSS" "$SLUICE" run --json "$W/run.json" -- /usr/bin/python3 "$W/prog.py"; then
   /usr/bin/python3 - "$W/run.json" <<'PY' && ok "timeline json" || bad "timeline json"

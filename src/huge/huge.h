@@ -20,9 +20,11 @@
  * live == false, so a double free is named as one.
  *
  * Purging: a cached mapping is dirty when freed; after the dirty decay it
- * is advised (MADV_FREE, or MADV_DONTNEED in dontneed mode), and after the
- * lazy decay it is unmapped. With SLUICE_DIRTY_DECAY_MS=0 it is advised as
- * it is freed. A reuse clears it for calloc unless it is known clean.
+ * is advised MADV_DONTNEED (in every purge mode but off: MADV_FREE'd pages
+ * would count in the RSS until memory runs short, huge.c: advise_cached),
+ * and after the lazy decay it is unmapped. With SLUICE_DIRTY_DECAY_MS=0
+ * it is advised as it is freed. A reuse clears it for calloc unless it is
+ * known clean.
  */
 #ifndef SL_HUGE_H
 #define SL_HUGE_H
@@ -65,5 +67,11 @@ struct huge_gauges {
 void huge_gauges(struct huge_gauges *g);
 void huge_check_all(void); /* sl_check's part; aborts on a broken invariant */
 struct sl_lock *huge_fork_lock(void); /* for fork's handlers */
+
+/* The heap grew: a pageblock was mapped since the last call (the slab
+ * layer's allocation slow paths call it after page_alloc, with no lock
+ * held). The cache's dirty mappings are then held to the dirty cap,
+ * newest kept (huge.c: cap_dirty). One load when nothing was mapped. */
+void huge_growth(void);
 
 #endif

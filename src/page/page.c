@@ -198,6 +198,8 @@ void page_gather_end(void)
         blocks_release(l, true);
 }
 
+size_t page_active_pages(void) { return ld_relaxed(&page_heap.active_pages); }
+
 size_t free_blocks_keep(void)
 {
     return page_heap.nblocks / 8 > FREE_BLOCKS_MIN ? page_heap.nblocks / 8 : FREE_BLOCKS_MIN;

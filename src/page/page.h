@@ -162,6 +162,9 @@ void page_hugify(uint64_t now_ms, unsigned max, bool (*go_on)(void));
 void page_gather_begin(void);
 void page_gather_end(void);
 bool page_purge_pending(void); /* any dirty or lazy pages? */
+/* Pages of pageblocks handed out (slabs, runs, parked runs): what the
+ * dirty cap is an eighth of (decay.h). Read without the lock. */
+size_t page_active_pages(void);
 /* The drop policy (decay.h) for memory the page layer does not hold: a
  * huge mapping is a drop by itself when freed (2 MiB or more of live
  * memory gone at once), and with no reclaimer nothing would decay it

@@ -18,6 +18,7 @@
 #include "../base/events.h"
 #include "../base/fatal.h"
 #include "../meta/meta.h"
+#include "../huge/huge.h"
 #include "../zero/zero.h"
 #include "heap_lists.h"
 
@@ -321,6 +322,7 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
     heap_boost_check(h);
     struct slab *s;
     DRAIN_RETRY(s, refill(h, cls, true));
+    huge_growth();
     if (!s) {
         errno = ENOMEM;
         return NULL;
@@ -351,6 +353,7 @@ static sl_noinline void *alloc_run_slow(size_t size, size_t align, bool *clean)
     size_t align_pages = align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1;
     void *r;
     DRAIN_RETRY(r, page_alloc(&h->pcache, PB_RUN, heap_run_pages(size), align_pages, PG_RUN, clean));
+    huge_growth();
     return r;
 }
 
