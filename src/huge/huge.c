@@ -81,10 +81,11 @@ void huge_growth(void)
     if (b == ld_relaxed(&blocks_seen))
         return;
     st_relaxed(&blocks_seen, b);
-    if (sl_opt.purge == PURGE_OFF || !__atomic_load_n(&cache_count, __ATOMIC_RELAXED))
+    if (sl_opt.purge == PURGE_OFF)
         return;
-    lock_acquire(&huge_lock);
-    cap_dirty(os_now_ms());
+    lock_acquire(&huge_lock); /* once per pageblock mapped: cache_count is the lock's */
+    if (cache_count)
+        cap_dirty(os_now_ms());
     lock_release(&huge_lock);
 }
 
