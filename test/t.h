@@ -183,16 +183,23 @@ static inline int t_run_self(const char *argv0, const char *name, const char *en
 
 /* ---- the process as the kernel sees it --------------------------------- */
 
+/* A small /proc file into buf (size bytes with its NUL), without
+ * allocating; empty if unread. */
+static inline void t_read_proc(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : 0;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = 0;
+}
+
 /* A field of /proc/self/smaps_rollup in bytes (key "Rss", "LazyFree", ...),
  * read without allocating; 0 if unread. */
 static inline uint64_t t_smaps(const char *key)
 {
     char buf[4096];
-    int fd = open("/proc/self/smaps_rollup", O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : 0;
-    if (fd >= 0)
-        close(fd);
-    buf[n > 0 ? n : 0] = 0;
+    t_read_proc("/proc/self/smaps_rollup", buf, sizeof buf);
     size_t kl = strlen(key);
     for (char *p = buf; (p = strstr(p, key)); p += kl)
         if ((p == buf || p[-1] == '\n') && p[kl] == ':')
@@ -207,11 +214,7 @@ static inline uint64_t t_held(void) { return t_smaps("Rss") - t_smaps("LazyFree"
 static inline int t_threads(void)
 {
     char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : 0;
-    if (fd >= 0)
-        close(fd);
-    buf[n > 0 ? n : 0] = 0;
+    t_read_proc("/proc/self/status", buf, sizeof buf);
     const char *p = strstr(buf, "Threads:");
     return p ? atoi(p + 8) : -1;
 }
