@@ -19,8 +19,13 @@
  *            growths stayed in place where the memory allowed (a sampled
  *            growth takes its block's sample anew, it does not move);
  *            prints "in place: N" of its reallocs
+ *   tiny     small mallocs, sampled by their classes' countdowns:
+ *            keep_tiny keeps 150,000 x 64 bytes, and a thread of its own
+ *            40,000 x 24 bytes (10,560,000 bytes in 190,000 objects);
+ *            churn_tiny mallocs and frees 1,000,000 x 32 bytes
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,6 +210,38 @@ static void run_grow(void)
     dprintf(1, "in place: %llu\n", (unsigned long long)(stat_now("stat.realloc_inplace") - before)); /* stdio's buffer would be a leak */
 }
 
+__attribute__((noinline)) void keep_tiny(size_t count, size_t size)
+{
+    for (size_t i = 0; i < count; i++)
+        hold(malloc(size));
+}
+
+__attribute__((noinline)) void churn_tiny(size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        void *volatile p = malloc(32);
+        free(p);
+    }
+}
+
+static void *tiny_thread(void *arg)
+{
+    (void)arg;
+    keep_tiny(40000, 24);
+    return NULL;
+}
+
+static void run_tiny(void)
+{
+    pthread_t t;
+    keep_tiny(150000, 64);
+    if (pthread_create(&t, NULL, tiny_thread, NULL) || pthread_join(t, NULL)) {
+        fprintf(stderr, "prof_sites: no thread\n");
+        exit(1);
+    }
+    churn_tiny(1000000);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "malloc";
@@ -216,6 +253,8 @@ int main(int argc, char **argv)
         run_leak();
     else if (!strcmp(mode, "grow"))
         run_grow();
+    else if (!strcmp(mode, "tiny"))
+        run_tiny();
     else
         return 2;
     return 0;

@@ -2,7 +2,8 @@
  * an injected random source: the logarithm and exponential against libm,
  * the intervals' exponential distribution (mean and quantiles), the
  * weights, and that the weighted samples of a Poisson process over a
- * stream of allocations add up to the bytes and objects allocated. */
+ * stream of allocations add up to the bytes and objects allocated, and
+ * so do those of the small mallocs' per-class countdowns. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,11 +93,63 @@ static void test_unbiased(void)
     CHECK_MSG(fabs(est_objects / objects - 1) < 0.05, "objects estimated %.0f of %.0f", est_objects, objects);
 }
 
+/* The small malloc's per-class countdowns (prof.c: prof_class_tick):
+ * counted in objects, geometric with p(size); the first countdown of a
+ * class starts with this object. Weighed as the byte countdown's samples,
+ * they estimate each class's bytes and objects. */
+static void test_class_countdowns(void)
+{
+    uint64_t s = 99, r = 5;
+    const double mean = 16 << 10;
+    static const size_t sizes[] = { 16, 64, 256, 1024, 4096, 32768 };
+    CHECK_MSG(prof_interval_objects(~0ull, mean, 64) == 1, "the shortest gap is the next object");
+    CHECK_MSG(prof_interval_objects(12345, 1, 64) == 1, "mean <= 1: every object");
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        double sum = 0, p = -prof_expm1(-(double)sizes[k] / mean);
+        int n = 200000;
+        for (int i = 0; i < n; i++) {
+            uint64_t g = prof_interval_objects(prof_random(&s), mean, sizes[k]);
+            CHECK_MSG(g >= 1, "a countdown of 0 for %zu bytes", sizes[k]);
+            sum += (double)g;
+        }
+        CHECK_MSG(fabs(sum / n * p - 1) < 0.02, "%zu bytes: mean countdown %.2f, not 1/p = %.2f", sizes[k], sum / n, 1 / p);
+    }
+    double est_bytes = 0, est_objects = 0, bytes = 0, objects = 0;
+    uint64_t left[6] = { 0 };
+    for (int i = 0; i < 3000000; i++) {
+        size_t k = prof_random(&r) % 6, size = sizes[k];
+        bool first = !left[k], take;
+        bytes += (double)size;
+        objects += 1;
+        if (!first && --left[k])
+            continue;
+        take = true; /* as prof_class_tick */
+        if (first) {
+            uint64_t g = prof_interval_objects(prof_random(&s), mean, size);
+            if (g > 1) {
+                left[k] = g - 1;
+                take = false;
+            }
+        }
+        if (take) {
+            left[k] = prof_interval_objects(prof_random(&s), mean, size);
+            double o, b;
+            prof_weight(size, mean, &o, &b);
+            est_bytes += b;
+            est_objects += o;
+        }
+    }
+    CHECK_MSG(fabs(est_bytes / bytes - 1) < 0.02, "class countdowns: bytes estimated %.0f of %.0f", est_bytes, bytes);
+    CHECK_MSG(fabs(est_objects / objects - 1) < 0.05, "class countdowns: objects estimated %.0f of %.0f", est_objects,
+              objects);
+}
+
 int main(void)
 {
     test_math();
     test_intervals();
     test_weights();
     test_unbiased();
+    test_class_countdowns();
     return t_done("unit_prof");
 }

@@ -7,10 +7,10 @@
  *
  * Size dispatch: n <= alloc_fast_limit, a slab object (slab/heap.h);
  * above, alloc_large. alloc_fast_limit is SL_SMALL_MAX, or 0 in checked
- * mode (checked.h) and while profiling (prof/prof.h: every allocation is
- * then counted by alloc_large's sampler): the same one compare in every
- * mode. malloc(0) takes the small path but while profiling, and its class
- * (SL_CLASS_ZERO) sends it to a zone slot.
+ * mode (checked.h) and while profiling (prof/prof.h: alloc_large then
+ * counts each small malloc down its class's sample countdown): the same
+ * one compare in every mode. malloc(0) takes the small path but while
+ * profiling, and its class (SL_CLASS_ZERO) sends it to a zone slot.
  */
 #ifndef SL_API_FAST_H
 #define SL_API_FAST_H

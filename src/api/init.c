@@ -128,6 +128,8 @@ __attribute__((constructor)) static void sluice_init(void)
     options_init();
     checked_init();
     prof_init();
+    if (prof_on) /* the heaps made before this: the main thread's */
+        heaps_sample_arm();
     /* malloc's inline path: none in checked mode, none while profiling */
     alloc_fast_limit = prof_on ? 0 : sl_small_limit;
     reclaimer_init();

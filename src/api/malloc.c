@@ -5,12 +5,15 @@
  *                                0: a zero-size slot (zero.h), no access works
  *                  n <= 1 MiB    medium: a page run
  *                  larger        huge: its own mapping
- * Profiling (prof/prof.h): while it is on, every allocation comes through
- * alloc_prof, which counts its bytes and serves it as before
- * (alloc_unsampled) or, sampled, from a block whose free looks the sample
- * up (alloc_sampled): a page run marked run.sampled (even for a small
- * request: a slab object's free checks no mark), a huge mapping marked
- * huge.sampled, or checked mode's block (checked_free asks). realloc
+ * Profiling (prof/prof.h): every allocation comes out of line, through
+ * alloc_large or alloc_prof. A small malloc or calloc is counted down its
+ * class's countdown (slab/heap.h: heap_alloc_small_prof), and sampled
+ * there; every other allocation is counted by alloc_prof, which counts its bytes
+ * and serves it as before (alloc_unsampled) or, sampled, from a block
+ * whose free looks the sample up (alloc_sampled): a page run marked
+ * run.sampled (even for a small request: a slab object's free checks no
+ * mark), a huge mapping marked huge.sampled, or checked mode's block
+ * (checked_free asks). realloc
  * counts the bytes it adds past its block's usable size; a growth that
  * crosses a sample point moves a slab object to a sampled block, and
  * takes a run's or a mapping's sample anew where it grows in place.
@@ -68,21 +71,17 @@ size_t alloc_fast_limit = SL_SMALL_MAX;
 
 static sl_noinline void *alloc_prof(size_t n, size_t align, bool zero);
 
-static sl_noinline void *alloc_prof_slow(size_t n);
-
 /* malloc above alloc_fast_limit: a medium run straight from the thread's
  * page cache (no zeroing, no alignment, so no frame to keep), the rest
  * through alloc_large_slow; or, profiling, every allocation: a small one
- * here, inline, while the countdown has not crossed a sample point (only
- * while profiling does a small request come here: alloc_fast_limit is
- * then 0, and sl_small_limit is 0 in checked mode). */
+ * here, inline, counted down its class's countdown (heap.h), the rest
+ * through the sampler. Only while profiling does a small request come
+ * here (alloc_fast_limit is then 0), and malloc(0) in checked mode (where
+ * sl_small_limit is 0). */
 sl_noinline void *alloc_large(size_t n)
 {
-    if (n <= sl_small_limit) {
-        if (likely(prof_count(n)))
-            return heap_alloc_small(n);
-        return alloc_prof_slow(n);
-    }
+    if (n <= sl_small_limit)
+        return heap_alloc_small_prof(n);
     if (unlikely(prof_on))
         return alloc_prof(n, 0, false);
     if (likely(n <= MEDIUM_MAX && !sl_checked))
@@ -154,17 +153,15 @@ void *alloc_sampled(size_t n, size_t align, bool zero, size_t counted)
 
 static sl_noinline void *alloc_prof(size_t n, size_t align, bool zero)
 {
+    if (align <= SL_GRAIN && n <= sl_small_limit) { /* its class's countdown */
+        void *p = heap_alloc_small_prof(n);
+        if (p && zero)
+            memset(p, 0, n);
+        return p;
+    }
     if (likely(!prof_tick(n)))
         return alloc_unsampled(n, align, zero);
     return alloc_sampled(n, align, zero, n);
-}
-
-/* A small malloc whose count crossed a sample point (alloc_large). */
-static sl_noinline void *alloc_prof_slow(size_t n)
-{
-    if (prof_tick_slow(n))
-        return alloc_sampled(n, 0, false, n);
-    return heap_alloc_small(n);
 }
 
 static void *alloc_aligned(size_t align, size_t n)

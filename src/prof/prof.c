@@ -66,6 +66,25 @@ bool prof_tick_slow(size_t n)
     return !pt.busy;
 }
 
+bool prof_class_tick(size_t size, bool first, uint64_t *left)
+{
+    if (!prof_on) {
+        *left = 0;
+        return false;
+    }
+    if (!pt.rng)
+        thread_start();
+    if (first) { /* memoryless: this malloc is the first of its countdown */
+        uint64_t k = prof_interval_objects(prof_random(&pt.rng), mean, size);
+        if (k > 1) {
+            *left = k - 1;
+            return false;
+        }
+    }
+    *left = prof_interval_objects(prof_random(&pt.rng), mean, size);
+    return !pt.busy;
+}
+
 size_t prof_tick_bulk(size_t size, size_t count, size_t *idx, size_t cap)
 {
     if (!pt.rng) {

@@ -8,8 +8,10 @@
  * is 0 while profiling, is what diverts every allocation here, so the
  * malloc+free pair has the same instructions with profiling compiled in.
  *
- * On: every allocation counts its bytes down a per-thread countdown
- * (prof_tick); one that crosses a sample point (sample.h) is *sampled*:
+ * On: a small malloc counts down its class's countdown, in mallocs
+ * (prof_class_tick draws it); every other allocation counts its bytes
+ * down a per-thread countdown (prof_tick). Both are the same Poisson
+ * process over bytes (sample.h). One that reaches a sample point is *sampled*:
  * the api layer gives it memory whose free path checks a mark (a small
  * malloc is served by a page run of its own, so its free is a run's free,
  * which checks run.sampled; a huge mapping has huge.sampled; an object
@@ -48,6 +50,14 @@ sl_inline bool prof_count(size_t n)
 bool prof_tick_slow(size_t n);
 /* Count n bytes allocated (prof_on only): is this allocation sampled? */
 sl_inline bool prof_tick(size_t n) { return unlikely(!prof_count(n)) && prof_tick_slow(n); }
+/* The small malloc's per-class countdowns (slab/heap.h): a malloc of a
+ * class of size bytes reached its countdown's end; first: the countdown
+ * was the 1 that arming set, not a drawn one. Sets *left to the mallocs
+ * of the class to its next sample point (0, never, if profiling is off)
+ * and says whether this malloc is sampled. A geometric countdown per
+ * class samples each malloc with the probability the byte countdown
+ * gives it (p(size), sample.h), independently: the same Poisson process. */
+bool prof_class_tick(size_t size, bool first, uint64_t *left);
 /* A bulk allocation of count objects of size bytes: the indices of the
  * objects sampled, ascending, into idx (at most cap); how many. */
 size_t prof_tick_bulk(size_t size, size_t count, size_t *idx, size_t cap);

@@ -28,6 +28,10 @@ uint64_t prof_random(uint64_t *s);
 /* A gap to the next sample point, in bytes, from 64 random bits: at least
  * 1, at most PROF_INTERVAL_MAX, exponential with mean `mean`. */
 uint64_t prof_interval(uint64_t random, double mean);
+/* The same gap counted in objects of size bytes each (a small malloc
+ * class's countdown): the object the point falls in, from 1: at least 1,
+ * geometric with p(size) (prof_weight's p). */
+uint64_t prof_interval_objects(uint64_t random, double mean, size_t size);
 /* What one sample of an n-byte allocation stands for: *objects
  * allocations and *bytes bytes. */
 void prof_weight(size_t n, double mean, double *objects, double *bytes);

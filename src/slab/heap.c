@@ -18,6 +18,7 @@
 #include "../base/events.h"
 #include "../base/fatal.h"
 #include "../meta/meta.h"
+#include "../prof/prof.h"
 #include "../huge/huge.h"
 #include "../zero/zero.h"
 #include "heap_lists.h"
@@ -372,6 +373,28 @@ void *heap_alloc_run(size_t size, size_t align, bool *clean)
     __atomic_store_n(&page_of(r)->run.req, size, __ATOMIC_RELAXED); /* live (run_live) */
     stat_add(h->stats, STAT_alloc_medium, 1);
     return r;
+}
+
+void *heap_alloc_sampled_slow(size_t n)
+{
+    struct heap *h = tls_heap;
+    unsigned cls = size_class_small(n);
+    uint64_t *armed = &h->sample_armed[cls / 64], bit = (uint64_t)1 << (cls % 64), left;
+    bool take = prof_class_tick(class_size[cls], !(*armed & bit), &left);
+    *armed |= bit;
+    st_relaxed(&h->sample_left[cls], left);
+    if (take) {
+        void *p = heap_alloc_run(n, 0, NULL);
+        if (p) {
+            page_of(p)->run.sampled = true;
+            prof_record(p, n, class_size[cls], 0, NULL);
+            return p;
+        }
+        /* no page for the sample: the object, unsampled (heap_alloc_class
+         * then fails as a malloc would, or finds an object where no page
+         * was left) */
+    }
+    return heap_alloc_class(h, cls);
 }
 
 size_t heap_usable_size(void *p)

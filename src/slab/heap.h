@@ -172,6 +172,16 @@ struct heap {
      * that entered it other than by free (a collect's remote frees), mod
      * 2^64. Zero for heap_empty, which has no magazines. */
     _Atomic uint64_t mag_pops[SL_NCLASSES], mag_adj[SL_NCLASSES];
+    /* The small malloc's sample countdowns (prof/prof.h), per malloc class:
+     * mallocs of the class to its next sample point, decremented by the
+     * small malloc while profiling (heap_alloc_small_prof), which takes
+     * heap_alloc_sampled_slow when one reaches 0.
+     * 0 while profiling is off (heap_empty's always): the first decrement
+     * wraps it to 2^64 - 1, so it never comes back to 0. Owner writes
+     * (heap_empty's: any thread, lossy, harmless); heaps_sample_arm sets
+     * them to 1 once when profiling starts. */
+    _Atomic uint64_t sample_left[SL_NCLASSES + 1];
+    uint64_t sample_armed[(SL_NCLASSES + 63) / 64]; /* owner: class c's countdown was drawn */
 };
 
 extern struct heap heap_empty;
@@ -192,8 +202,25 @@ sl_inline void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define heap_count_fast(h, array, id)                                                                                 \
     __asm__("addq $1, %c2(%0,%1,8)" : : "r"(h), "r"((size_t)(id)), "i"(offsetof(struct heap, array)))
+/* Count a small malloc of class cls down h's sample countdown: has it
+ * reached the sample point? One subtract from memory and the branch on
+ * its zero flag (volatile: two mallocs of a class are two counts). */
+sl_inline bool heap_sample_tick(struct heap *h, size_t cls)
+{
+    bool zero;
+    __asm__ volatile("subq $1, %c2(%1)"
+                     : "=@ccz"(zero)
+                     : "r"((char *)h + cls * 8), "i"(offsetof(struct heap, sample_left)));
+    return zero;
+}
 #else
 #define heap_count_fast(h, array, id) count_add(&(h)->array[id], 1)
+sl_inline bool heap_sample_tick(struct heap *h, size_t cls)
+{
+    uint64_t left = ld_relaxed(&h->sample_left[cls]) - 1;
+    st_relaxed(&h->sample_left[cls], left);
+    return left == 0;
+}
 #endif
 /* Add n to one of h's per-cache counts (&h->counts.X[id]); heap_empty's
  * (a thread with no heap, slow paths only) with an atomic add. */
@@ -350,11 +377,15 @@ sl_inline void slab_pop_owned(struct slab *s, void *p, void **link)
     bitmap_set_owner((uintptr_t)p);
 }
 
-/* Small malloc, n <= SL_SMALL_MAX. */
-sl_inline void *heap_alloc_small(size_t n)
+/* A small malloc of class cls that reached its sample point
+ * (heap_sample_tick): the next point drawn, and the object sampled (a page
+ * run of its own, run.sampled, recorded) unless the profiler declines. */
+void *heap_alloc_sampled_slow(size_t n);
+
+/* Small malloc of class cls from h, uncounted by the sampler: the
+ * magazine's pop, else the current slab's. */
+sl_inline void *heap_alloc_class(struct heap *h, size_t cls)
 {
-    struct heap *h = tls_heap;
-    size_t cls = size_class_small(n); /* size_t: no zero extension on its uses as an index */
     void *p = h->mag_first[cls];
     if (likely(p)) {
         mag_set(h, cls, h->mag_top[cls] + 1);
@@ -371,6 +402,31 @@ sl_inline void *heap_alloc_small(size_t n)
     }
     return p;
 }
+
+/* Small malloc, n <= SL_SMALL_MAX. */
+sl_inline void *heap_alloc_small(size_t n)
+{
+    struct heap *h = tls_heap;
+    size_t cls = size_class_small(n); /* size_t: no zero extension on its uses as an index */
+    return heap_alloc_class(h, cls);
+}
+
+/* Small malloc while profiling: counted down its class's sample countdown.
+ * (Only then: malloc's inline path is heap_alloc_small, with no count.) */
+sl_inline void *heap_alloc_small_prof(size_t n)
+{
+    struct heap *h = tls_heap;
+    size_t cls = size_class_small(n);
+    if (unlikely(heap_sample_tick(h, cls)))
+        return heap_alloc_sampled_slow(n); /* h and cls found again: fewer live registers */
+    return heap_alloc_class(h, cls);
+}
+
+/* Profiling has started (the constructor): every heap's countdowns are
+ * set to 1, so that each class's next malloc draws its first gap. A heap
+ * whose owner is allocating meanwhile may lose the store for a class;
+ * the constructor runs before the program starts threads. */
+void heaps_sample_arm(void);
 
 /* The owner freed into s (bulk: a chain of sl_free_bulk) and its free list
  * had been empty, or s became empty. */

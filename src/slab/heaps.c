@@ -18,6 +18,7 @@
 #include "../base/lock.h"
 #include "../meta/meta.h"
 #include "../options/options.h"
+#include "../prof/prof.h"
 #include "heap_lists.h"
 
 static SL_LOCK_DEFINE(heaps_lock, LOCK_HEAPS);
@@ -173,6 +174,12 @@ static void thread_exit_cb(void *arg)
         heap_thread_exit(h);
 }
 
+static void heap_sample_arm(struct heap *h)
+{
+    for (unsigned c = 0; c < SL_NCLASSES; c++)
+        st_relaxed(&h->sample_left[c], 1);
+}
+
 struct heap *heap_get_slow(void)
 {
     if (tls_heap != &heap_empty)
@@ -223,6 +230,8 @@ struct heap *heap_get_slow(void)
             errno = ENOMEM;
             return NULL;
         }
+        if (prof_on)
+            heap_sample_arm(h);
         h->tag = ++heap_seq << TAG_HEAP_SHIFT;
         h->cookie = heap_cookie;
         h->all_next = all_heaps;
@@ -233,6 +242,14 @@ struct heap *heap_get_slow(void)
     if (atomic_load_explicit(&exit_key_ready, memory_order_relaxed))
         pthread_setspecific(exit_key, h);
     return h;
+}
+
+void heaps_sample_arm(void)
+{
+    lock_acquire(&heaps_lock);
+    for (struct heap *h = all_heaps; h; h = h->all_next)
+        heap_sample_arm(h);
+    lock_release(&heaps_lock);
 }
 
 void heap_thread_exit(struct heap *h)
