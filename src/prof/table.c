@@ -9,8 +9,8 @@
 #include "../meta/meta.h"
 #include "../os/os.h"
 
-#define SITE_BUCKETS 4096 /* a power of two */
-#define BLOCKS_MIN   1024 /* the block table's first capacity (a power of two) */
+#define SITE_BUCKETS 1024 /* a power of two: 8 KiB, two pages */
+#define BLOCKS_MIN   64   /* the block table's first capacity (a power of two): a page */
 
 struct prof_block {
     uintptr_t addr; /* 0: an empty slot */
