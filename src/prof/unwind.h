@@ -14,8 +14,9 @@ void prof_unwind_init(void);
  * asks the full unwinder. Allocates nothing, takes no lock. */
 int prof_unwind(uintptr_t *frames, uint32_t cap);
 
-/* The cache's counts since the start (for the unit test): frames whose
- * rule was found in the cache, and frames whose rule was worked out. */
+/* The cache's counts in the calling thread since it started (for the
+ * unit test): frames whose rule was found in the cache, and frames whose
+ * rule was worked out. */
 void prof_unwind_counts(uint64_t *hits, uint64_t *misses);
 
 #endif
