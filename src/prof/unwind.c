@@ -111,7 +111,11 @@ void prof_unwind_init(void) { cfi_init(); }
 static bool sigreturn_at(uintptr_t pc)
 {
     static const uint8_t code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
-    return !memcmp((const void *)pc, code, sizeof code);
+    const uint8_t *at = (const uint8_t *)pc;
+    /* byte by byte, so that no read goes past the first difference (a
+     * return address may end its mapping); the first three inline, as
+     * most return addresses differ there: no call a frame */
+    return at[0] == code[0] && at[1] == code[1] && at[2] == code[2] && !memcmp(at + 3, code + 3, sizeof code - 3);
 }
 
 sl_noinline int prof_unwind(uintptr_t *frames, uint32_t cap)
