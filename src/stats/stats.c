@@ -312,23 +312,6 @@ static void summary(struct out *o)
 
 /* ---- reconciliation with the kernel's view ------------------------------ */
 
-/* The value in kB of `key` in an smaps_rollup text, in bytes; 0 if absent. */
-static uint64_t smaps_field(const char *text, const char *key)
-{
-    size_t kl = strlen(key);
-    for (const char *p = text; (p = strstr(p, key)); p += kl) {
-        if (p != text && p[-1] != '\n')
-            continue;
-        uint64_t v = 0;
-        for (p += kl; *p == ' ' || *p == ':'; p++)
-            ;
-        for (; *p >= '0' && *p <= '9'; p++)
-            v = v * 10 + (uint64_t)(*p - '0');
-        return v * 1024;
-    }
-    return 0;
-}
-
 /* The figures both outputs reconcile: the kernel's (smaps_rollup) and what
  * sluice holds of them. False if smaps_rollup cannot be read. */
 struct recon {
@@ -340,9 +323,9 @@ static bool recon_get(const uint64_t *g, struct recon *r)
     char text[4096];
     if (os_read_file("/proc/self/smaps_rollup", text, sizeof text) <= 0)
         return false;
-    r->rss = smaps_field(text, "Rss");
-    r->lazy_free = smaps_field(text, "LazyFree");
-    r->anon_huge = smaps_field(text, "AnonHugePages");
+    r->rss = smaps_kb_field(text, "Rss:");
+    r->lazy_free = smaps_kb_field(text, "LazyFree:");
+    r->anon_huge = smaps_kb_field(text, "AnonHugePages:");
     r->headers = g[GAUGE_block_header_bytes] + g[GAUGE_meta_bytes];
     r->in_use = g[GAUGE_active_bytes] + g[GAUGE_huge_live_bytes] + r->headers;
     return true;
