@@ -1,5 +1,7 @@
 /* common.h — shared by the benchmark programs: a clock, a PRNG, and the one
- * line every program prints ("seconds=<wall time of the measured part>").
+ * line every program prints ("seconds=<wall time of the measured part>");
+ * what the kernel says of the process (smaps_rollup, status) is
+ * test/proc.h's, shared with the tests.
  * The programs use plain malloc/free so that any allocator can be preloaded. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
@@ -7,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "../test/proc.h"
 
 static inline double now(void)
 {
@@ -28,18 +32,7 @@ static inline double bench_scale(int argc, char **argv) { return argc > 1 ? atof
 
 /* Peak RSS of this process image in KiB (VmHWM): wait4's ru_maxrss would
  * also count the parent's memory at fork time. */
-static inline long peak_rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib;
-}
+static inline long peak_rss_kib(void) { return proc_status("VmHWM"); }
 
 static inline void report(double seconds, unsigned long long checksum)
 {

@@ -236,20 +236,6 @@ static int thp_backed(int pm, int kf, const void *p)
     return (int)(flags >> 22 & 1); /* KPF_THP */
 }
 
-static uint64_t rollup(const char *key)
-{
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-    char line[256];
-    unsigned long long kb = 0;
-    size_t k = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, k) && line[k] == ':')
-            sscanf(line + k + 1, "%llu", &kb);
-    if (f)
-        fclose(f);
-    return (uint64_t)kb << 10;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -313,7 +299,7 @@ int main(int argc, char **argv)
     size_t live = nbuf * (size_t)HUGE_SZ + lru_count * sizeof(struct rec);
     for (int i = 0; i < MIX_THREADS; i++)
         live += mx[i].slab_live;
-    uint64_t rss = rollup("Rss"), lazy = rollup("LazyFree"), anon_huge = rollup("AnonHugePages");
+    uint64_t rss = proc_smaps("Rss"), lazy = proc_smaps("LazyFree"), anon_huge = proc_smaps("AnonHugePages");
     printf("extfrag=%lld serious=%lld extfrag_mix=%lld serious_mix=%lld shrinker_evicted=%zu "
            "thp_demand_pct=%.1f fault_med_us=%.1f fault_p99_us=%.1f held_over_live=%.3f rss_thp_pct=%.1f "
            "block_thp_pct=%.1f live_mib=%.1f rss_mib=%.1f seconds=%.3f mix_seconds=%.3f blocks_mix=%lld blocks=%lld\n",

@@ -15,34 +15,7 @@
 
 #include "common.h"
 
-static long held_kib(void)
-{
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-    char l[256];
-    long rss = 0, lazy = 0, v;
-    while (f && fgets(l, sizeof l, f)) {
-        if (sscanf(l, "Rss: %ld", &v) == 1)
-            rss = v;
-        if (sscanf(l, "LazyFree: %ld", &v) == 1)
-            lazy = v;
-    }
-    if (f)
-        fclose(f);
-    return rss - lazy;
-}
-
-static int threads(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char l[256];
-    int n = -1;
-    while (f && fgets(l, sizeof l, f))
-        if (sscanf(l, "Threads: %d", &n) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return n;
-}
+static long held_kib(void) { return (long)(proc_held() >> 10); }
 
 int main(int argc, char **argv)
 {
@@ -79,6 +52,6 @@ int main(int argc, char **argv)
     usleep(1000000);
     long h2 = held_kib();
     printf("live_mib=%.1f\nheld_mib_0=%.1f\nheld_mib_1s=%.1f\nheld_mib_2s=%.1f\nthreads=%d\n", live / 1048576.0,
-           h0 / 1024.0, h1 / 1024.0, h2 / 1024.0, threads());
+           h0 / 1024.0, h1 / 1024.0, h2 / 1024.0, proc_threads());
     return 0;
 }

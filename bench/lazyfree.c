@@ -27,15 +27,8 @@
 
 static void smaps(long *rss, long *lazy)
 {
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-    char line[256];
-    *rss = *lazy = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        sscanf(line, "Rss: %ld kB", rss);
-        sscanf(line, "LazyFree: %ld kB", lazy);
-    }
-    if (f)
-        fclose(f);
+    *rss = (long)(proc_smaps("Rss") >> 10);
+    *lazy = (long)(proc_smaps("LazyFree") >> 10);
 }
 
 enum { RECORD = 64 };

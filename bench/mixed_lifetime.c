@@ -50,20 +50,6 @@
 static uint64_t (*p_stat)(const char *);
 static long long stat_or(const char *name) { return p_stat ? (long long)p_stat(name) : -1; }
 
-static uint64_t rollup(const char *key)
-{
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-    char line[256];
-    unsigned long long kb = 0;
-    size_t k = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, k) && line[k] == ':')
-            sscanf(line + k + 1, "%llu", &kb);
-    if (f)
-        fclose(f);
-    return (uint64_t)kb << 10;
-}
-
 /* A transient buffer's size: 70% 1-16 KiB (uniform), the rest 16 KiB-4 MiB
  * (log-uniform: many more small ones than big ones). */
 static size_t transient_size(unsigned long long *s)
@@ -154,7 +140,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < nlong; i += 97)
         sum += (unsigned char)((char *)longs[i])[0];
     live += long_cap * sizeof(void *);
-    uint64_t rss = rollup("Rss"), lazy = rollup("LazyFree"), anon_huge = rollup("AnonHugePages");
+    uint64_t rss = proc_smaps("Rss"), lazy = proc_smaps("LazyFree"), anon_huge = proc_smaps("AnonHugePages");
     long long brss = stat_or("block_rss_bytes"), bthp = stat_or("block_thp_bytes");
     printf("held_over_live=%.3f rss_thp_pct=%.1f block_thp_pct=%.1f live_mib=%.1f held_mib=%.1f "
            "thp_mib=%.1f peak_mib=%.1f thp50_s=%.1f objects=%zu seconds=%.3f thp_collapse=%lld thp_advise=%lld thp_split=%lld "

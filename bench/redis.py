@@ -33,13 +33,13 @@ import math
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from redis_server import cli, rollup, server  # noqa: E402
 from run import ALLOCATORS, LIBDIR, ROOT  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "bench", "results")
@@ -107,18 +107,8 @@ def workload(port, gib):
     pipe(port, more())
 
 
-def rollup(pid):
-    out = {}
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 2 and parts[0].endswith(":") and parts[1].isdigit():
-                out[parts[0][:-1]] = int(parts[1]) << 10
-    return out
-
-
 def info_memory(port):
-    out = subprocess.run(["redis-cli", "-p", str(port), "info", "memory"], capture_output=True, text=True).stdout
+    out = cli(port, "info", "memory").stdout
     return {k: v for k, _, v in (line.strip().partition(":") for line in out.splitlines()) if v}
 
 
@@ -133,26 +123,8 @@ def throughput(port, tests):
     return rps
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def one_run(lib, env_extra, gib, tests):
-    port = free_port()
-    env = dict(os.environ, **env_extra)
-    env.pop("LD_PRELOAD", None)
-    if lib:
-        env["LD_PRELOAD"] = lib
-    srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                            "--appendonly", "no", "--daemonize", "no"], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(100):
-            if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).returncode == 0:
-                break
-            time.sleep(0.1)
+    with server(lib, env=dict(os.environ, **env_extra)) as (srv, port):
         t0 = time.time()
         workload(port, gib)
         load_s = time.time() - t0
@@ -163,9 +135,6 @@ def one_run(lib, env_extra, gib, tests):
         return {"load_s": load_s, "rss_mib": r.get("Rss", 0) / 2**20, "held_over_used": held / int(m["used_memory"]),
                 "thp_pct": 100.0 * r.get("AnonHugePages", 0) / max(r.get("Rss", 1), 1),
                 "used_mib": int(m["used_memory"]) / 2**20, "rps": rps}
-    finally:
-        srv.terminate()
-        srv.wait()
 
 
 def main():

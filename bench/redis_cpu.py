@@ -16,13 +16,12 @@ The server links libjemalloc: "jemalloc" is the server as built (no preload).
 import argparse
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from redis_server import server  # noqa: E402
 from run import ALLOCATORS  # noqa: E402
 
 LOADS = [("lpush/lrange", ["-r", "1000000", "-n", "200000", "-P", "16",
@@ -37,28 +36,13 @@ def cpu_s(pid):
 
 
 def one_server(lib):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_") and k != "LD_PRELOAD"}
-    if lib:
-        env["LD_PRELOAD"] = lib
-    srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                            "--appendonly", "no"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(100):
-            if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).returncode == 0:
-                break
-            time.sleep(0.1)
+    with server(lib) as (srv, port):
         out = {}
         for name, args in LOADS:
             c0 = cpu_s(srv.pid)
             subprocess.run(["redis-benchmark", "-p", str(port), "-q"] + args, capture_output=True, check=True)
             out[name] = cpu_s(srv.pid) - c0
         return out
-    finally:
-        srv.terminate()
-        srv.wait()
 
 
 def main():

@@ -22,12 +22,11 @@ import os
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from redis import free_port, rollup  # noqa: E402
+from redis_server import cli, rollup, server  # noqa: E402
 from run import ALLOCATORS, LIBDIR  # noqa: E402
 
 SAMPLES = (1.0, 2.0, 5.0, 10.0)
@@ -39,24 +38,8 @@ def held_mib(pid):
     return (r.get("Rss", 0) - r.get("LazyFree", 0)) / 2**20
 
 
-def cli(port, *args):
-    return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True)
-
-
 def one_run(lib, lazy):
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_") and k != "LD_PRELOAD"}
-    if lib:
-        env["LD_PRELOAD"] = lib
-    srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                            "--appendonly", "no", "--daemonize", "no", "--enable-debug-command", "yes",
-                            "--lazyfree-lazy-user-flush", lazy], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(100):
-            if cli(port, "ping").returncode == 0:
-                break
-            time.sleep(0.1)
+    with server(lib, "--enable-debug-command", "yes", "--lazyfree-lazy-user-flush", lazy) as (srv, port):
         cli(port, "debug", "populate", "400000", "key", "512")
         before = held_mib(srv.pid)
         t0 = time.monotonic()
@@ -66,9 +49,6 @@ def one_run(lib, lazy):
             time.sleep(max(0.0, t0 + s - time.monotonic()))
             out[s] = held_mib(srv.pid)
         return out
-    finally:
-        srv.terminate()
-        srv.wait()
 
 
 def main():

@@ -97,41 +97,19 @@ static void test_zero_size(void)
     sl_check();
 }
 
-/* The line starting with key in smaps' entry for the mapping holding p
- * (copied to out); false if /proc/self/smaps cannot say. */
-static bool smaps_line_of(const void *p, const char *key, char *out, size_t cap)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f)
-        return false;
-    char line[512];
-    int in = 0;
-    bool found = false;
-    uintptr_t a = (uintptr_t)p;
-    while (!found && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
-            in = a >= lo && a < hi;
-        else if (in && !strncmp(line, key, strlen(key)))
-            found = snprintf(out, cap, "%s", line) > 0;
-    }
-    fclose(f);
-    return found;
-}
-
 /* Does the mapping holding p carry VM_HUGEPAGE ("hg" in smaps' VmFlags)?
  * -1 if /proc/self/smaps cannot say. */
 static int thp_hinted(const void *p)
 {
     char line[512];
-    return smaps_line_of(p, "VmFlags:", line, sizeof line) ? strstr(line, " hg") != NULL : -1;
+    return proc_mapping_line(p, "VmFlags:", line, sizeof line) ? strstr(line, " hg") != NULL : -1;
 }
 
 /* Bytes of a "Key: N kB" field of the mapping holding p; -1 if unknown. */
 static long long smaps_bytes(const void *p, const char *key)
 {
     char line[512];
-    return smaps_line_of(p, key, line, sizeof line) ? atoll(line + strlen(key)) * 1024 : -1;
+    return proc_mapping_line(p, key, line, sizeof line) ? atoll(line + strlen(key)) * 1024 : -1;
 }
 
 /* The hugepage coverage gauges agree with the kernel's smaps: with one

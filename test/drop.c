@@ -53,23 +53,23 @@ static size_t fill(size_t total)
  * (a phase's temporaries), then the buffer: the program's last frees. */
 static void last_free(void)
 {
-    uint64_t base = t_held();
+    uint64_t base = proc_held();
     size_t n = fill(160 * MiB), live = 0;
     char *big = sl_malloc(32 * MiB);
     memset(big, 2, 32 * MiB);
-    uint64_t peak = t_held();
+    uint64_t peak = proc_held();
     for (size_t i = 0; i < n; i++)
         if ((i / BATCH) % 10 == 0)
             live += osz[i];
         else
             sl_free(obj[i]);
     sl_free(big);
-    uint64_t after = t_held() - base;
+    uint64_t after = proc_held() - base;
     printf("last free: %.0f MiB live, %.0f MiB held at the peak, %.0f MiB after the frees (%.2fx live)\n",
            live / (double)MiB, (peak - base) / (double)MiB, after / (double)MiB, after / (double)live);
     CHECK(after <= 2 * live);
     CHECK(sl_stat("drop_purge") > 0);
-    CHECK_EQ(t_threads(), 1);
+    CHECK_EQ(proc_threads(), 1);
     for (size_t i = 0; i < n; i += BATCH * 10)
         for (size_t j = i; j < i + BATCH && j < n; j++)
             sl_free(obj[j]);

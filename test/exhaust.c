@@ -60,31 +60,14 @@ static size_t cur_limit_mib;
 
 /* ---- /proc and printing, without malloc (it may be out of memory) ------- */
 
-static long read_file(const char *path, char *buf, size_t cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t n = 0;
-    ssize_t r;
-    while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) > 0)
-        n += (size_t)r;
-    close(fd);
-    buf[n] = 0;
-    return (long)n;
-}
-
 /* A "Key: N kB" line of /proc/self/status, in bytes. */
 static size_t status_bytes(const char *key)
 {
-    char buf[4096];
-    if (read_file("/proc/self/status", buf, sizeof buf) <= 0)
-        return 0;
-    char *p = strstr(buf, key);
-    return p ? (size_t)strtoull(p + strlen(key), NULL, 10) * KiB : 0;
+    long kib = proc_status(key);
+    return kib > 0 ? (size_t)kib * KiB : 0;
 }
 
-static size_t vm_size(void) { return status_bytes("VmSize:"); }
+static size_t vm_size(void) { return status_bytes("VmSize"); }
 
 static double mib(size_t b) { return (double)b / (double)MiB; }
 static double held_mib(void) { return ((double)vm_size() - (double)baseline) / (double)MiB; }
@@ -546,7 +529,7 @@ static size_t cg_current(void)
 {
     char path[600], buf[64];
     snprintf(path, sizeof path, "%s/memory.current", cg_dir);
-    return read_file(path, buf, sizeof buf) > 0 ? (size_t)strtoull(buf, NULL, 10) : 0;
+    return proc_read(path, buf, sizeof buf) > 0 ? (size_t)strtoull(buf, NULL, 10) : 0;
 }
 
 /* Make cg_dir, a new cgroup with memory.max = CG_MAX, under the current
@@ -558,7 +541,7 @@ static int cg_make(char *reason, size_t rcap, char *parent_out, size_t pcap, int
     static char buf[1 << 16];
     char mnt[256] = "", rel[256] = "", mroot[256] = "/";
     *enabled = 0;
-    if (read_file("/proc/self/mountinfo", buf, sizeof buf) <= 0) {
+    if (proc_read("/proc/self/mountinfo", buf, sizeof buf) <= 0) {
         snprintf(reason, rcap, "/proc/self/mountinfo unreadable");
         return 0;
     }
@@ -578,7 +561,7 @@ static int cg_make(char *reason, size_t rcap, char *parent_out, size_t pcap, int
         snprintf(reason, rcap, "no cgroup2 file system is mounted");
         return 0;
     }
-    if (read_file("/proc/self/cgroup", buf, sizeof buf) > 0) {
+    if (proc_read("/proc/self/cgroup", buf, sizeof buf) > 0) {
         char *p = strstr(buf, "0::");
         if (p && (p == buf || p[-1] == '\n')) {
             p += 3;
@@ -602,7 +585,7 @@ static int cg_make(char *reason, size_t rcap, char *parent_out, size_t pcap, int
         const char *par = cands[c];
         char path[600], list[256];
         snprintf(path, sizeof path, "%.500s/cgroup.controllers", par);
-        if (read_file(path, list, sizeof list) < 0) {
+        if (proc_read(path, list, sizeof list) < 0) {
             snprintf(reason, rcap, "%s unreadable: %s", path, strerror(errno));
             continue;
         }
@@ -612,7 +595,7 @@ static int cg_make(char *reason, size_t rcap, char *parent_out, size_t pcap, int
             continue;
         }
         snprintf(path, sizeof path, "%.500s/cgroup.subtree_control", par);
-        if (read_file(path, list, sizeof list) < 0 || !has_word(list, "memory")) {
+        if (proc_read(path, list, sizeof list) < 0 || !has_word(list, "memory")) {
             int e = write_str(path, "+memory");
             if (e) {
                 snprintf(reason, rcap, "enabling +memory in %s: %s", path, strerror(e));
@@ -629,7 +612,7 @@ static int cg_make(char *reason, size_t rcap, char *parent_out, size_t pcap, int
         snprintf(val, sizeof val, "%zu", CG_MAX);
         snprintf(path, sizeof path, "%s/memory.max", cg_dir);
         int e = write_str(path, val);
-        if (!e && (read_file(path, list, sizeof list) <= 0 || strtoull(list, NULL, 10) != CG_MAX))
+        if (!e && (proc_read(path, list, sizeof list) <= 0 || strtoull(list, NULL, 10) != CG_MAX))
             e = EIO;
         if (e) {
             snprintf(reason, rcap, "writing %s: %s", path, strerror(e));
@@ -701,7 +684,7 @@ static void c_child(void)
     size_t after = cg_current();
     printf("exhaust:   [C] pass 2: %zu blocks of 4 KiB to 3 MiB (%.1f MiB); memory.current %.1f MiB, %.1f MiB "
            "after free, %.1f MiB after sl_purge (VmRSS %.1f MiB)\n",
-           n, mib(bytes2), mib(peak2), mib(before), mib(after), mib(status_bytes("VmRSS:")));
+           n, mib(bytes2), mib(peak2), mib(before), mib(after), mib(status_bytes("VmRSS")));
     CHECK(after < before || after <= cur0 + CG_MAX / 20);
     CHECK(after <= cur0 + CG_MAX * 15 / 100);
 }
@@ -754,7 +737,7 @@ static void case_c(void)
         char ev[1024];
         snprintf(path, sizeof path, "%s/memory.events", cg_dir);
         long oom_kills = -1;
-        if (read_file(path, ev, sizeof ev) > 0) {
+        if (proc_read(path, ev, sizeof ev) > 0) {
             char *k = strstr(ev, "oom_kill ");
             if (k)
                 oom_kills = atol(k + 9);

@@ -466,7 +466,7 @@ static int single_threaded_main(void)
     }
     struct itimerval off = { { 0, 0 }, { 0, 0 } };
     setitimer(ITIMER_REAL, &off, NULL);
-    int threads = t_threads();
+    int threads = proc_threads();
     printf("single-threaded: %d forks, %d from the signal handler, %d thread(s)\n", forks, (int)nested_forks,
            threads);
     return threads == 1 && nested_forks > 0 ? 0 : 1;

@@ -55,32 +55,6 @@ static size_t OBJ = 4096;
 static int N = N_MAX;
 static unsigned char *objs[N_MAX];
 
-static uint64_t rollup_kb(const char *key)
-{
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-    char line[256];
-    unsigned long long kb = 0;
-    size_t k = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, k) && line[k] == ':')
-            sscanf(line + k + 1, "%llu", &kb);
-    if (f)
-        fclose(f);
-    return kb;
-}
-
-static bool thp_enabled(void)
-{
-    char buf[128] = "";
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (f) {
-        if (!fgets(buf, sizeof buf, f))
-            buf[0] = 0;
-        fclose(f);
-    }
-    return f && !strstr(buf, "[never]");
-}
-
 static size_t intact(void)
 {
     size_t bad = 0;
@@ -129,7 +103,7 @@ static uint64_t ours_kb(void) { return (sl_stat("block_thp_bytes") + sl_stat("hu
 static bool gauges_read(uint64_t *ours, uint64_t *kernel)
 {
     uint64_t before = ours_kb();
-    *kernel = rollup_kb("AnonHugePages");
+    *kernel = proc_smaps("AnonHugePages") >> 10;
     *ours = ours_kb();
     return *ours == before;
 }
@@ -425,7 +399,7 @@ int main(void)
 #ifdef HUGIFY_NOCOLLAPSE
     in_thread = true; /* SLUICE_FAULT=collapse:every=1 (EINVAL): the reclaimer advises instead */
 #endif
-    if (!thp_enabled()) {
+    if (!proc_thp_enabled()) {
         printf("hugify: transparent hugepages are off here: skipped\n");
         return 0;
     }

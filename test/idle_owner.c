@@ -71,9 +71,9 @@ static bool sanitized(void)
 /* Every object freed by another thread: taken back, and the memory goes. */
 static void emptied(void)
 {
-    uint64_t base = t_held(), taken0 = sl_stat("slab_taken_idle"), active0 = sl_stat("active_bytes");
+    uint64_t base = proc_held(), taken0 = sl_stat("slab_taken_idle"), active0 = sl_stat("active_bytes");
     fill();
-    uint64_t full = t_held(), active = sl_stat("active_bytes");
+    uint64_t full = proc_held(), active = sl_stat("active_bytes");
     free_elsewhere(0);
     /* the owner allocates another class meanwhile: its refills take that
      * class's notified slabs only, and leave the freed ones to the reclaimer */
@@ -84,9 +84,9 @@ static void emptied(void)
     CHECK(T_WAIT(sl_stat("active_bytes") <= active0 + (active - active0) / 8 + (1u << 20), 20000));
     CHECK(sl_stat("slab_taken_idle") > taken0);
     if (!sanitized()) /* the kernel's view; a sanitizer's own memory would swamp it */
-        CHECK(T_WAIT(t_held() <= base + (full - base) / 4, 20000));
+        CHECK(T_WAIT(proc_held() <= base + (full - base) / 4, 20000));
     printf("emptied: %.1f MiB held before, %.1f MiB filled, %.1f MiB after; %llu slabs taken back\n",
-           base / (double)MiB, full / (double)MiB, t_held() / (double)MiB,
+           base / (double)MiB, full / (double)MiB, proc_held() / (double)MiB,
            (unsigned long long)(sl_stat("slab_taken_idle") - taken0));
     CHECK_EQ(sl_check(), 0);
     for (int i = 0; i < 256; i++)

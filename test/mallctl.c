@@ -50,21 +50,6 @@ static uint64_t new_epoch(void)
     return e;
 }
 
-/* The process's Rss (smaps_rollup), in bytes. */
-static size_t rss(void)
-{
-    char buf[4096];
-    int fd = open("/proc/self/smaps_rollup", O_RDONLY);
-    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    char *p = strstr(buf, "\nRss:");
-    return p ? strtoull(p + 5, NULL, 10) << 10 : 0;
-}
-
 static bool within(double a, double b, double frac) { return a >= b * (1 - frac) && a <= b * (1 + frac); }
 
 /* ---- the names, their types and errors ------------------------------------ */
@@ -212,7 +197,7 @@ static void figures(void)
     CHECK(small1 >= held && small1 <= alloc1);
     /* resident against the kernel's count of the whole process: sluice's
      * part of it is all but the program's own (code, stack, libc) */
-    size_t kernel = rss();
+    size_t kernel = proc_smaps("Rss");
     printf("mallctl: stats.resident %zu, smaps Rss %zu (%.1f%%)\n", res1, kernel, 100.0 * res1 / kernel);
     CHECK(res1 <= kernel && res1 >= kernel * 0.9);
 

@@ -122,7 +122,7 @@ static void check_near_live(size_t live, const char *when, unsigned wait_ms)
     /* 10% of live, plus a fixed allowance: the program itself (a few MiB)
      * and pageblock headers of blocks that still hold live objects */
     uint64_t limit = live + live / 10 + (12u << 20), h = 0;
-    bool ok = wait_ms ? T_WAIT((h = t_held()) <= limit, wait_ms) : (h = t_held()) <= limit;
+    bool ok = wait_ms ? T_WAIT((h = proc_held()) <= limit, wait_ms) : (h = proc_held()) <= limit;
     if (!ok)
         fprintf(stderr, "%s: Rss - LazyFree %.1f MiB, live %.1f MiB, limit %.1f MiB\n", when, h / MiB, live / MiB,
                 limit / MiB);
@@ -146,7 +146,7 @@ static void scenario_decay(void)
 {
     if (!getenv("SLUICE_RECLAIMER"))
         become_threaded();
-    uint64_t before = t_held();
+    uint64_t before = proc_held();
     size_t live = fill_and_thin();
     (void)before;
     const char *mode = getenv("SLUICE_PURGE");
@@ -189,9 +189,9 @@ static void scenario_purge_now(void)
  * could advise later (the old check waited 300 ms to see that). */
 static void scenario_off(void)
 {
-    int t0 = t_threads();
+    int t0 = proc_threads();
     fill_and_thin();
-    CHECK_EQ(t_threads(), t0);
+    CHECK_EQ(proc_threads(), t0);
     CHECK_EQ(sl_stat("madv_free_calls") + sl_stat("madv_dontneed_calls"), 0);
     CHECK_EQ(sl_stat("reclaimer_runs"), 0);
     uint64_t blocks = sl_stat("blocks");
@@ -203,7 +203,7 @@ static void scenario_off(void)
     CHECK(sl_stat("blocks") < blocks);
     CHECK_EQ(sl_stat("madv_free_calls"), 0);
     CHECK_EQ(sl_stat("reclaimer_runs"), 0);
-    CHECK_EQ(t_threads(), t0);
+    CHECK_EQ(proc_threads(), t0);
 }
 
 /* Decay 0: every freed run is advised as it is freed. */
@@ -234,7 +234,7 @@ static void scenario_fork(void)
             fprintf(stderr, "fork child: dirty %llu lazy %llu\n", (unsigned long long)sl_stat("dirty_bytes"),
                     (unsigned long long)sl_stat("lazy_bytes"));
 #if SL_OVERRIDE
-        ok &= T_WAIT(t_held() <= live + live / 10 + (40u << 20), LONG_MS); /* the parent's 30 MiB is shared in */
+        ok &= T_WAIT(proc_held() <= live + live / 10 + (40u << 20), LONG_MS); /* the parent's 30 MiB is shared in */
 #else
         (void)live;
 #endif
@@ -253,20 +253,20 @@ static void scenario_fork(void)
  * slow paths run the decay once it works again. */
 static void scenario_no_thread(void)
 {
-    int t0 = t_threads();
+    int t0 = proc_threads();
     fill_and_thin();
     CHECK_EQ(sl_stat("reclaimer_runs"), 0);
     CHECK(sl_stat("dirty_bytes") + sl_stat("lazy_bytes") > 0);
-    CHECK_EQ(t_threads(), t0); /* no thread came */
+    CHECK_EQ(proc_threads(), t0); /* no thread came */
 #if SL_OVERRIDE /* a sanitizer runs threads of its own */
-    CHECK_EQ(t_threads(), 1); /* still single-threaded */
+    CHECK_EQ(proc_threads(), 1); /* still single-threaded */
 #endif
     /* slow paths, until the lazy memory (300 ms) has been made clean */
     CHECK(T_WAIT(slow_path() && sl_stat("lazy_bytes") == 0 && sl_stat("madv_dontneed_calls") > 0, LONG_MS));
     CHECK(sl_stat("madv_dontneed_calls") > 0);
     CHECK_EQ(sl_stat("lazy_bytes"), 0);
     CHECK_EQ(sl_stat("reclaimer_runs"), 0); /* past the decays now: still no reclaimer */
-    CHECK_EQ(t_threads(), t0);
+    CHECK_EQ(proc_threads(), t0);
 }
 
 /* Threads churn medium runs and small objects while the reclaimer purges

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc.h" /* the process as the kernel sees it */
+
 static int t_pass, t_fail;
 
 #define CHECK(cond)                                                                   \
@@ -179,44 +181,6 @@ static inline int t_run_self(const char *argv0, const char *name, const char *en
     int status = -1;
     waitpid(pid, &status, 0);
     return status;
-}
-
-/* ---- the process as the kernel sees it --------------------------------- */
-
-/* A small /proc file into buf (size bytes with its NUL), without
- * allocating; empty if unread. */
-static inline void t_read_proc(const char *path, char *buf, size_t size)
-{
-    int fd = open(path, O_RDONLY);
-    ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : 0;
-    if (fd >= 0)
-        close(fd);
-    buf[n > 0 ? n : 0] = 0;
-}
-
-/* A field of /proc/self/smaps_rollup in bytes (key "Rss", "LazyFree", ...),
- * read without allocating; 0 if unread. */
-static inline uint64_t t_smaps(const char *key)
-{
-    char buf[4096];
-    t_read_proc("/proc/self/smaps_rollup", buf, sizeof buf);
-    size_t kl = strlen(key);
-    for (char *p = buf; (p = strstr(p, key)); p += kl)
-        if ((p == buf || p[-1] == '\n') && p[kl] == ':')
-            return strtoull(p + kl + 1, NULL, 10) * 1024;
-    return 0;
-}
-
-/* What the process costs the machine: Rss - LazyFree. */
-static inline uint64_t t_held(void) { return t_smaps("Rss") - t_smaps("LazyFree"); }
-
-/* The process's threads (/proc/self/status), or -1. */
-static inline int t_threads(void)
-{
-    char buf[4096];
-    t_read_proc("/proc/self/status", buf, sizeof buf);
-    const char *p = strstr(buf, "Threads:");
-    return p ? atoi(p + 8) : -1;
 }
 
 #endif

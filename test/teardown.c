@@ -225,14 +225,7 @@ static void case_enomem(void)
 {
     have_threads();
     struct rlimit rl;
-    char line[256];
-    long vm_kb = 0;
-    FILE *f = fopen("/proc/self/status", "r");
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmSize:", 7))
-            vm_kb = atol(line + 7);
-    if (f)
-        fclose(f);
+    long vm_kb = proc_status("VmSize");
     rl.rlim_cur = rl.rlim_max = (rlim_t)vm_kb * 1024 + 1536 * MiB;
     CHECK_EQ(setrlimit(RLIMIT_AS, &rl), 0);
     char *p = big(1024 * MiB);

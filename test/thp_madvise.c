@@ -32,32 +32,6 @@
 
 static void *(*volatile M)(size_t) = sl_malloc;
 
-static bool thp_off(void)
-{
-    char buf[128] = "";
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (f) {
-        if (!fgets(buf, sizeof buf, f))
-            buf[0] = 0;
-        fclose(f);
-    }
-    return !f || strstr(buf, "[never]");
-}
-
-static unsigned long long vmstat(const char *key)
-{
-    FILE *f = fopen("/proc/vmstat", "r");
-    char line[128];
-    unsigned long long v = 0;
-    size_t k = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, k) && line[k] == ' ')
-            v = strtoull(line + k + 1, NULL, 10);
-    if (f)
-        fclose(f);
-    return v;
-}
-
 static long minor_faults(void)
 {
     struct rusage ru;
@@ -72,11 +46,11 @@ int main(void)
         fprintf(stderr, "thp_madvise: run with SLUICE_THP=madvise\n");
         return 1;
     }
-    if (thp_off()) {
+    if (!proc_thp_enabled()) {
         printf("thp_madvise: transparent hugepages are off here: skipped\n");
         return 0;
     }
-    unsigned long long fallback = vmstat("thp_fault_fallback");
+    uint64_t fallback = proc_vmstat("thp_fault_fallback");
     enum { N = 1 << 14 }; /* 1 MiB of 64-byte objects: half a pageblock */
     static unsigned char *o[N];
     o[0] = M(64); /* the first pageblock of 64-byte slabs: its header's fault */
@@ -89,7 +63,7 @@ int main(void)
     uint64_t thp = sl_stat("block_thp_bytes");
     printf("thp_madvise: %llu bytes of pageblock on hugepages, %ld faults filling 1 MiB\n",
            (unsigned long long)thp, faults);
-    if (!thp && vmstat("thp_fault_fallback") > fallback) {
+    if (!thp && proc_vmstat("thp_fault_fallback") > fallback) {
         printf("thp_madvise: the kernel had no hugepage to give: not a failure\n");
         return t_done("thp_madvise");
     }

@@ -15,24 +15,8 @@
 /* 1 if the mapping holding p is VM_NORESERVE, 0 if not, -1 if not found. */
 static int noreserve(const void *p)
 {
-    FILE *f = fopen("/proc/self/smaps", "r");
     char line[512];
-    int in = 0, r = -1;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && line[strcspn(line, " ")] == ' ' &&
-            strchr(line, '-') < strchr(line, ' ')) {
-            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-            continue;
-        }
-        if (in && !strncmp(line, "VmFlags:", 8)) {
-            r = strstr(line, " nr") != NULL;
-            break;
-        }
-    }
-    if (f)
-        fclose(f);
-    return r;
+    return proc_mapping_line(p, "VmFlags:", line, sizeof line) ? strstr(line, " nr") != NULL : -1;
 }
 
 int main(void)

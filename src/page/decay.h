@@ -1,5 +1,5 @@
 /* decay.h — the decay policy for free memory, one for pageblocks
- * (page/purge.c) and huge mappings (huge/huge.c) alike: pure functions of
+ * (page/purge_decay.c applies it) and huge mappings (huge/huge.c) alike: pure functions of
  * the options, the counts and a clock, tested by test/unit_decay.c with a
  * fake clock, no threads and no sleeps. The mechanisms (purge.c's spans,
  * huge.c's cache) carry out what they decide.

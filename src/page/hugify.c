@@ -7,7 +7,7 @@
  *     the background thread, as khugepaged's would, so no allocating
  *     thread stalls on compaction;
  *   - with no reclaimer (a single-threaded program), by a slow path at
- *     most once per HUGIFY_EVERY_MS (purge.c), with MADV_HUGEPAGE only:
+ *     most once per HUGIFY_EVERY_MS (purge_decay.c), with MADV_HUGEPAGE only:
  *     the call returns at once and khugepaged does the copy later;
  *   - where the kernel refuses MADV_COLLAPSE (older than 6.1, EINVAL),
  *     with MADV_HUGEPAGE as well.
@@ -138,3 +138,5 @@ void hugify_fork_child(void)
         }
     st_relaxed(&hugify_busy, 0);
 }
+
+void page_hugify(uint64_t now, unsigned max, bool (*go_on)(void)) { hugify(now, true, max, go_on); }

@@ -131,7 +131,7 @@ struct page_gauges {
 };
 void page_gauges(struct page_gauges *g);
 
-/* Purging (page/purge.c): free pages go dirty -> lazy -> clean.
+/* Purging (page/purge.c; when: page/purge_decay.c): free pages go dirty -> lazy -> clean.
  * page_purge_decay: pages dirty for longer than the dirty decay are purged
  * (MADV_FREE, or MADV_DONTNEED in dontneed mode); pages lazy for longer
  * than the lazy decay are made clean. force: all of them, whatever their

@@ -1,4 +1,4 @@
-/* page_heap.h — internal to the page layer (page.c, purge.c): the shared
+/* page_heap.h — internal to the page layer (page.c, purge.c, purge_decay.c, ...): the shared
  * page heap and the helpers both files use. Everything here is guarded by
  * page_heap.lock unless it says otherwise.
  */
@@ -160,13 +160,22 @@ void pages_all_dirty(struct block *b);
 /* Dirty pages a purge may take: those outside dense hugepages, and the
  * parked runs of the shared run cache. */
 size_t purgeable_dirty(void);
+/* Purge a range now (outside the lock); the state its pages are left in. */
+enum page_state purge_range(void *p, size_t bytes);
+/* Move up to max_pages free pages from state `from` to `to`, largest
+ * spans first, in blocks whose pages entered `from` at or before
+ * cutoff_ms; and the same for the shared run cache's runs parked at or
+ * before cutoff_ms, oldest first. Each returns the pages moved; wait:
+ * false gives up if another thread purges. Outside the lock. */
+size_t purge_spans(enum page_state from, enum page_state to, uint64_t cutoff_ms, size_t max_pages, bool wait);
+size_t purge_parked(enum page_state to, uint64_t cutoff_ms, size_t max_pages, bool wait);
+
+/* purge_decay.c */
 /* The most dirty pages kept: an eighth of the active pages, at least 2 MiB. */
 size_t purge_dirty_cap(void);
 /* Wake the reclaimer; false if there is none. */
 bool purge_kick_reclaimer(void);
 /* Outside the lock: enforce the dirty cap and run a due decay pass. */
 void purge_maybe(void);
-/* Purge a range now (outside the lock); the state its pages are left in. */
-enum page_state purge_range(void *p, size_t bytes);
 
 #endif

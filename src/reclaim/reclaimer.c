@@ -18,7 +18,7 @@
  * program multi-threaded: glibc would drop its single-thread fast paths
  * and take its atfork lock in fork (a fork from a signal handler during
  * fork then hangs), and Python 3.12+ warns on fork. Until then the
- * allocation and free slow paths run the decay (purge.c, purge_maybe).
+ * allocation and free slow paths run the decay (purge_decay.c, purge_maybe).
  * The thread blocks every signal, allocates nothing and takes only
  * sluice's purge and page locks. After fork the child has no such thread;
  * the hook fires again there and starts a new one.

@@ -1,7 +1,7 @@
 /* heap.c — one thread heap: slab lists and states, the slow path of small
  * malloc, and medium runs. Its free slow paths and the reports of misuse
  * are heap_free.c; the registry of heaps (creation, thread exit, orphans,
- * cache ids, fork) is heaps.c.
+ * fork) is heaps.c, the object caches' ids heap_ids.c.
  *
  * A heap is changed only by its owner thread, or under heaps_lock when it is
  * an orphan (whoever holds the lock acts as its owner). Remote threads touch

@@ -108,7 +108,7 @@ extern struct heap_ids ids_none; /* all keys 0: matches no cache */
  * heaps is its objects that are handed out now. For a malloc class the
  * magazines keep part of the count (mag_pops, mag_adj: read through
  * heap_count_alloc and heap_count_free, never these arrays alone). A
- * destroyed cache's slots are added to the totals and zeroed (heaps.c:
+ * destroyed cache's slots are added to the totals and zeroed (heap_ids.c:
  * heap_id_close). */
 struct heap_counts {
     _Atomic uint64_t alloc[SL_NIDS], free[SL_NIDS], remote[SL_NIDS], bulk[SL_NIDS];

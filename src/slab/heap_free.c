@@ -23,7 +23,7 @@
  * slabs do, so a batch that empties whole slabs does not rebuild them when
  * as many objects are allocated again (one by one, the magazine keeps a
  * slab from emptying). Spares go back with the other empty slabs at a
- * thread's exit, sl_purge and a watermark boost (heaps.c reclaim_id). */
+ * thread's exit, sl_purge and a watermark boost (heaps.c heap_reclaim_id). */
 #define SLAB_SPARE_BYTES (64u << 10)
 static bool slab_spare_room(struct heap *h, struct slab *s, bool bulk)
 {

@@ -1,4 +1,4 @@
-/* heap_lists.h — internal to the slab layer (heap.c, heaps.c): the slab
+/* heap_lists.h — internal to the slab layer (heap.c, heaps.c, heap_ids.c, ...): the slab
  * lists of a heap and the operations both files need. Callers own the heap
  * (its thread, or heaps_lock for an orphan or a cache-wide operation).
  */
@@ -16,13 +16,24 @@ bool heap_notify_push(struct heap *h, struct slab *s);
 void take_woken(struct heap *h, unsigned id);
 /* heap.c: lay out h's idle magazine of class cls, empty, at its depth. */
 void mag_layout(struct heap *h, unsigned cls);
-/* heaps.c: the list of every heap (all_next), for heap_check.c, under
- * heaps_lock. */
+/* heaps.c: the list of every heap (all_next) and of the orphans
+ * (orphan_next), for heap_check.c, heap_ids.c, notify.c and slabinfo.c,
+ * under heaps_lock. */
 void heaps_lock_for_check(void);
 void heaps_unlock_for_check(void);
 struct heap *heaps_all(void);
+struct heap *heaps_orphans(void);
 bool heaps_forked(void); /* this process was forked while other threads had heaps */
-extern unsigned heap_ids_hi; /* heaps.c: above every cache id opened so far (heaps_lock) */
+/* heaps.c, for heap_ids.c: heaps_lock for work that may free pages (this
+ * thread's heap is made first; released by heaps_unlock_for_check); is
+ * h's slot for id live (a malloc class, or an open cache's id); collect
+ * h's slabs of id, releasing the empty ones (pages to pc, may be NULL;
+ * bytes added to *released, may be NULL), with keep_current false the
+ * current slab too. Under heaps_lock. */
+void heaps_lock_for_freeing(void);
+bool heap_id_live(struct heap *h, unsigned id);
+void heap_reclaim_id(struct heap *h, unsigned id, bool keep_current, struct page_cache *pc, size_t *released);
+extern unsigned heap_ids_hi; /* heap_ids.c: above every cache id opened so far (heaps_lock) */
 /* heaps.c: adopt partial slabs of id from orphaned heaps; false if none. */
 bool orphan_adopt(struct heap *h, unsigned id);
 

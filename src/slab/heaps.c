@@ -1,6 +1,7 @@
-/* heaps.c — the registry of thread heaps and of user cache ids: heap
- * creation, thread exit, orphans (heaps of exited threads) and their
- * adoption, process-wide collection, cache-id open/shrink/close, fork.
+/* heaps.c — the registry of thread heaps: heap creation, thread exit,
+ * orphans (heaps of exited threads) and their adoption, process-wide
+ * collection (the drains, the statistics' report), fork. The user cache
+ * ids (open, shrink, close) are heap_ids.c's, under the same lock.
  *
  * heaps_lock guards the list of all heaps, the orphan list, the contents of
  * orphan heaps, slab_geom of user ids, and every heap's slots of a user id
@@ -26,22 +27,20 @@ static struct heap *all_heaps, *orphans;
 static _Atomic size_t norphans;
 static pthread_key_t exit_key;
 static _Atomic int exit_key_ready;
-static uint32_t key_seq = 1; /* last key handed out; 1 is the malloc classes' */
 static uint32_t heap_seq;     /* heaps made so far: the last heap's tag >> TAG_HEAP_SHIFT */
-unsigned heap_ids_hi = SL_NCLASSES; /* above every id opened so far (heaps_lock) */
 
 /* Take heaps_lock for work that may free pages. A page free can start the
  * reclaimer thread, and pthread_create allocates; with heaps_lock held, an
  * allocation by a thread that has no heap yet would wait for heaps_lock in
  * heap_get_slow. So the thread gets its heap first. */
-static void lock_heaps_for_freeing(void)
+void heaps_lock_for_freeing(void)
 {
     heap_get();
     lock_acquire(&heaps_lock);
 }
 
 /* Is h's slot for id live: a malloc class, or a user id of an open cache? */
-static bool id_live(struct heap *h, unsigned id)
+bool heap_id_live(struct heap *h, unsigned id)
 {
     return id < SL_NCLASSES || (heap_key(h, id) && heap_key(h, id) == slab_geom[id].key);
 }
@@ -64,7 +63,7 @@ static void collect_or_release(struct heap *h, struct slab *s, struct page_cache
  * notified slabs, remote frees on every slab; empty slabs are released.
  * With keep_current false the current slab joins the partial list first
  * (a thread leaving, or a shrink). Caller holds heaps_lock. */
-static void reclaim_id(struct heap *h, unsigned id, bool keep_current, struct page_cache *pc, size_t *released)
+void heap_reclaim_id(struct heap *h, unsigned id, bool keep_current, struct page_cache *pc, size_t *released)
 {
     if (id >= SL_NCLASSES)
         take_woken(h, id);
@@ -104,9 +103,9 @@ static void heap_reclaim(struct heap *h, bool keep_current, struct page_cache *p
     for (unsigned w = 0; w < SL_NIDS / 64; w++)
         for (uint64_t bits = h->ids_held[w]; bits; bits &= bits - 1) {
             unsigned id = w * 64 + (unsigned)__builtin_ctzll(bits);
-            if (id_live(h, id))
-                reclaim_id(h, id, keep_current, pc, NULL);
-            if (!id_live(h, id) || id_empty(h, id))
+            if (heap_id_live(h, id))
+                heap_reclaim_id(h, id, keep_current, pc, NULL);
+            if (!heap_id_live(h, id) || id_empty(h, id))
                 h->ids_held[w] &= ~((uint64_t)1 << (id % 64));
         }
 }
@@ -393,112 +392,10 @@ static void heaps_report(uint64_t c[STAT_COUNT], uint64_t g[GAUGE_COUNT])
 }
 STAT_SOURCE(heaps_source, heaps_report);
 
-/* ---- user cache ids ------------------------------------------------------ */
-
-int heap_id_open(const struct slab_geom *g)
-{
-    int id = -1;
-    lock_acquire(&heaps_lock);
-    for (unsigned i = SL_NCLASSES; i < SL_NIDS; i++)
-        if (!slab_geom[i].key) {
-            slab_geom[i] = *g;
-            if (++key_seq == 0)
-                key_seq = 2;
-            slab_geom[i].key = key_seq;
-            id = (int)i;
-            if (i >= heap_ids_hi)
-                heap_ids_hi = i + 1;
-            break;
-        }
-    lock_release(&heaps_lock);
-    return id;
-}
-
-size_t heap_id_shrink(unsigned id)
-{
-    size_t released = 0;
-    lock_heaps_for_freeing();
-    struct heap *h = tls_heap;
-    if (h != &heap_empty && id_live(h, id)) {
-        reclaim_id(h, id, false, &h->pcache, &released);
-        page_cache_drain(&h->pcache);
-    }
-    for (struct heap *o = orphans; o; o = o->orphan_next)
-        if (id_live(o, id))
-            reclaim_id(o, id, false, NULL, &released);
-    lock_release(&heaps_lock);
-    return released;
-}
-
-/* Free a slab of a closing cache whatever it holds: its live objects'
- * bits are cleared, so any later use of them is a reported bad free. */
-static void slab_discard(struct slab *s, uint64_t *live)
-{
-    unsigned pending = slab_remote_take_all(s); /* freed by other threads, not taken */
-    *live += (uint64_t)(s->used - pending);
-    uint8_t *base = slab_base(s);
-    size_t bytes = (size_t)slab_geom[s->cls].pages << SL_PAGE_SHIFT;
-    for (size_t off = 0; off < bytes; off += 64 * SL_GRAIN)
-        st_relaxed(bitmap_word((uintptr_t)base + off), 0);
-    slab_own(s, NULL);
-    s->state = 0;
-    page_free(NULL, base);
-}
-
-static void discard_list(struct slab *s, uint64_t *live, size_t *n)
-{
-    while (s) {
-        struct slab *next = s->next;
-        slab_discard(s, live);
-        ++*n;
-        s = next;
-    }
-}
-
-size_t heap_id_close(unsigned id, uint64_t *live)
-{
-    size_t n = 0;
-    *live = 0;
-    lock_heaps_for_freeing();
-    uint32_t key = slab_geom[id].key;
-    for (struct heap *h = all_heaps; h; h = h->all_next) {
-        if (heap_key(h, id) != key)
-            continue;
-        /* the slots stay as they are: the key no longer matches, so the
-         * owner resets them before any use (heap_id_sync) */
-        if (*heap_cur(h, id) != &slab_none) {
-            slab_discard(*heap_cur(h, id), live);
-            n++;
-        }
-        discard_list(*heap_partial(h, id), live, &n);
-        discard_list(*heap_full(h, id), live, &n);
-    }
-    size_t bytes = n * ((size_t)slab_geom[id].pages << SL_PAGE_SHIFT);
-    /* its counts go to the totals, and its slots start again at 0 for the
-     * next cache of this id (threads using a cache being destroyed is
-     * undefined: no owner writes them now) */
-    uint64_t c[STAT_COUNT] = { 0 };
-    for (struct heap *h = all_heaps;; h = h->all_next) {
-        struct heap *x = h ? h : &heap_empty;
-        c[STAT_alloc_small] += ld_relaxed(&x->counts.alloc[id]);
-        c[STAT_free_small] += ld_relaxed(&x->counts.free[id]) - ld_relaxed(&x->counts.remote[id]);
-        st_relaxed(&x->counts.alloc[id], 0);
-        st_relaxed(&x->counts.free[id], 0);
-        st_relaxed(&x->counts.remote[id], 0);
-        st_relaxed(&x->counts.bulk[id], 0);
-        if (!h)
-            break;
-    }
-    stat_add_shared(STAT_alloc_small, c[STAT_alloc_small]);
-    stat_add_shared(STAT_free_small, c[STAT_free_small]);
-    slab_geom[id].key = 0;
-    lock_release(&heaps_lock);
-    return bytes;
-}
-
 void heaps_lock_for_check(void) { lock_acquire(&heaps_lock); }
 void heaps_unlock_for_check(void) { lock_release(&heaps_lock); }
 struct heap *heaps_all(void) { return all_heaps; }
+struct heap *heaps_orphans(void) { return orphans; }
 static bool forked_with_threads;
 bool heaps_forked(void) { return forked_with_threads; }
 

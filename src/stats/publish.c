@@ -38,6 +38,7 @@
 #include "../options/options.h"
 #include "../os/os.h"
 #include "sluice.h"
+#include "thp.h"
 #include "stats.h"
 
 static SL_LOCK_DEFINE(publish_lock, LOCK_PUBLISH);
@@ -82,15 +83,7 @@ static uint64_t peak_rss(void)
     char text[4096];
     if (os_read_file("/proc/self/status", text, sizeof text) <= 0)
         return 0;
-    const char *s = strstr(text, "\nVmHWM:");
-    if (!s)
-        return 0;
-    uint64_t kb = 0;
-    for (s += 8; *s == ' ' || *s == '\t'; s++)
-        ;
-    for (; *s >= '0' && *s <= '9'; s++)
-        kb = kb * 10 + (uint64_t)(*s - '0');
-    return kb * 1024;
+    return smaps_kb_field(text, "VmHWM:");
 }
 
 /* The object's members before "stats". */

@@ -187,6 +187,17 @@ void stats_json(int fd, bool smaps);
 void stats_write(void (*cb)(void *arg, const char *s), void *arg, bool as_json);
 /* Every counter now (the global ones and each layer's report). */
 void stats_counters(uint64_t out[STAT_COUNT]);
+/* For print.c. The gauges that ask the kernel, read only when wanted: the
+ * smaps ones make it walk every page table and format text for every
+ * mapping (milliseconds per 100 MiB); resident_bytes walks sluice's own
+ * page tables with mincore (microseconds). */
+enum stats_want { STATS_WANT_SMAPS = 1, STATS_WANT_RESIDENT = 2 };
+/* Every counter and gauge: the global counters, then each layer's report
+ * (STAT_SOURCE), then the costly gauges that are wanted (stats_want bits;
+ * the others read 0). */
+void stats_snapshot(uint64_t all[STAT_COUNT + GAUGE_COUNT], unsigned want);
+/* Each layer's per-cache rows (STAT_CACHE_SOURCE), to emit. */
+void stats_caches_each(stat_cache_emit *emit, void *arg);
 /* SLUICE_PUBLISH (publish.c): write the statistics to the option's path
  * (%p: the process id) through a temporary file and rename, so a reader
  * never sees half of them. One writer at a time; after the final write

@@ -16,15 +16,20 @@
 #include "../os/os.h"
 #include "../pagemap/pagemap.h"
 
-/* kB value of a "Key:   N kB" line, in bytes */
-static uint64_t kb_field(const char *line, size_t key_len)
+uint64_t smaps_kb_field(const char *text, const char *key)
 {
-    uint64_t v = 0;
-    for (line += key_len; *line == ' ' || *line == '\t'; line++)
-        ;
-    for (; *line >= '0' && *line <= '9'; line++)
-        v = v * 10 + (uint64_t)(*line - '0');
-    return v << 10;
+    size_t kl = strlen(key);
+    for (const char *p = text; (p = strstr(p, key)); p += kl) {
+        if (p != text && p[-1] != '\n')
+            continue;
+        uint64_t v = 0;
+        for (p += kl; *p == ' ' || *p == '\t'; p++)
+            ;
+        for (; *p >= '0' && *p <= '9'; p++)
+            v = v * 10 + (uint64_t)(*p - '0');
+        return v << 10;
+    }
+    return 0;
 }
 
 /* One line of smaps; *kind: whose mapping the fields that follow are of. */
@@ -40,9 +45,9 @@ static void smaps_line(const char *line, uintptr_t *kind, struct thp_usage *u)
         return;
     bool block = *kind & PM_BLOCK;
     if (!strncmp(line, "Rss:", 4))
-        *(block ? &u->block_rss : &u->huge_rss) += kb_field(line, 4);
+        *(block ? &u->block_rss : &u->huge_rss) += smaps_kb_field(line, "Rss:");
     else if (!strncmp(line, "AnonHugePages:", 14))
-        *(block ? &u->block_thp : &u->huge_thp) += kb_field(line, 14);
+        *(block ? &u->block_thp : &u->huge_thp) += smaps_kb_field(line, "AnonHugePages:");
 }
 
 bool thp_usage(struct thp_usage *u)

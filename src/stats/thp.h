@@ -11,4 +11,8 @@ struct thp_usage {
 /* Read /proc/self/smaps; false (all zero) if it cannot be read. */
 bool thp_usage(struct thp_usage *u);
 
+/* The figure of the line of text that starts with key ("Rss:", "VmHWM:":
+ * /proc's "Key:   N kB"), in bytes; 0 if no line does. */
+uint64_t smaps_kb_field(const char *text, const char *key);
+
 #endif
