@@ -124,6 +124,19 @@ struct heap {
     void **mag_top[SL_NCLASSES + 1];    /* owner writes: each magazine's last object, its
                                          * NULL end when empty, or MAG_IDLE (mag_none
                                          * for [SL_CLASS_ZERO] and heap_empty) */
+    /* The small malloc's sample countdowns (prof/prof.h), per malloc class:
+     * mallocs of the class to its next sample point, decremented by the
+     * small malloc while profiling (heap_alloc_small_prof), which takes
+     * heap_alloc_sampled_slow when one reaches 0.
+     * 0 while profiling is off (heap_empty's always): the first decrement
+     * wraps it to 2^64 - 1, so it never comes back to 0. Owner writes
+     * (heap_empty's: any thread, lossy, harmless); heaps_sample_arm sets
+     * them to 1 once when profiling starts. Here, beside the magazines'
+     * tops that the same malloc reads: at the struct's end, 170 KB away,
+     * the subtract stalled (bench_burst profiled: 61.8 -> 82.6 ms of CPU
+     * against 65 -> 71-76 here; perf put the time on its branch). */
+    _Atomic uint64_t sample_left[SL_NCLASSES + 1];
+    uint64_t sample_armed[(SL_NCLASSES + 63) / 64]; /* owner: class c's countdown was drawn */
     struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
     _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
     _Atomic(struct slab *) notify[SL_NCLASSES]; /* malloc classes: FULL slabs that got a remote
@@ -172,16 +185,6 @@ struct heap {
      * that entered it other than by free (a collect's remote frees), mod
      * 2^64. Zero for heap_empty, which has no magazines. */
     _Atomic uint64_t mag_pops[SL_NCLASSES], mag_adj[SL_NCLASSES];
-    /* The small malloc's sample countdowns (prof/prof.h), per malloc class:
-     * mallocs of the class to its next sample point, decremented by the
-     * small malloc while profiling (heap_alloc_small_prof), which takes
-     * heap_alloc_sampled_slow when one reaches 0.
-     * 0 while profiling is off (heap_empty's always): the first decrement
-     * wraps it to 2^64 - 1, so it never comes back to 0. Owner writes
-     * (heap_empty's: any thread, lossy, harmless); heaps_sample_arm sets
-     * them to 1 once when profiling starts. */
-    _Atomic uint64_t sample_left[SL_NCLASSES + 1];
-    uint64_t sample_armed[(SL_NCLASSES + 63) / 64]; /* owner: class c's countdown was drawn */
 };
 
 extern struct heap heap_empty;
