@@ -144,6 +144,7 @@ struct heap {
     uint32_t rbatch_n, rbatch_bytes;     /* owner: remote frees batched, and their bytes */
     void *rbatch[RBATCH_CAP];            /* owner (remote_batch.c) */
     uint8_t rbatch_cls[RBATCH_CAP];      /* owner: each one's size class */
+    uint8_t rbatch_mixed;                /* owner: nonzero if the batch may hold two classes */
     struct slab *remote_held;            /* owner: the slab whose remote lock its thread
                                           * is taking or holds (slab.h), for fork */
     uint8_t mag_shift[SL_NCLASSES];      /* owner: each magazine's depth is its class's
