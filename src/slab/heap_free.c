@@ -296,12 +296,11 @@ static sl_noinline void free_block_other(void *p, struct heap *h, uint32_t t)
     struct page *run;
     if (!t && (run = run_head_at((uintptr_t)p)))
         return run_free(p, run);
-    if (t && !sl_events.checked_free) {
-        if (h == &heap_empty && heap_get_slow())
-            h = tls_heap; /* maybe an orphan taken over whole: p may be its own */
-        if (h != &heap_empty && tag_relative(h, t) >= TAG_MINE_LIMIT)
-            return free_remote_batched(h, p, t);
-    }
+    if (t && !sl_events.checked_free && h == &heap_empty && heap_get_slow())
+        /* maybe an orphan taken over whole: p may be its own; anew with
+         * this heap (another heap's object: batched; else not back here
+         * with heap_empty, so freed below) */
+        return heap_free_block_slow(p, t ^ tls_heap->tag);
     heap_free_block_now(p);
 }
 

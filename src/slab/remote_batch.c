@@ -138,22 +138,6 @@ void remote_batch_flush(struct heap *h)
         page_wake_reclaimer();
 }
 
-void remote_batch_add(struct heap *h, void *p, uint32_t t)
-{
-    unsigned n = h->rbatch_n, cls = t & ((1u << TAG_PAGE_SHIFT) - 1);
-    __atomic_store_n(&h->rbatch[n], p, __ATOMIC_RELAXED); /* free_state_find reads the batch */
-    h->rbatch_cls[n] = (uint8_t)cls;
-    h->rbatch_mixed |= (uint8_t)(cls ^ h->rbatch_cls[0]); /* the first's, for n == 0 */
-    atomic_signal_fence(memory_order_seq_cst); /* the slot before the count (see the top) */
-    __atomic_store_n(&h->rbatch_n, n + 1, __ATOMIC_RELEASE);
-    uint32_t bytes = h->rbatch_bytes + class_size[cls];
-    __atomic_store_n(&h->rbatch_bytes, bytes, __ATOMIC_RELAXED);
-    count_add(&h->counts.free[cls], 1); /* freed now, as far as the program is concerned */
-    count_add(&h->counts.remote[cls], 1);
-    if (n + 1 == RBATCH_CAP || bytes >= RBATCH_BYTES)
-        remote_batch_flush(h);
-}
-
 /* The reclaim registry's entry (base/drain.h): this thread's batch goes to
  * the owners now; other threads' go at their next flush (their own). */
 static void drain_remote_batches(enum drain_depth depth, size_t want)
