@@ -149,24 +149,18 @@ static unsigned collect_word(struct slab *s, uintptr_t w, void **mag, uint64_t m
             live &= ~bitmap_bit((uintptr_t)*mag);
     if (unlikely(m & ~live))
         collect_bad(s, w, m & ~live);
-    /* one pass, lowest bit first: each object's mark checked, and the
-     * first ones pushed to fill while it has room (their freers' mark is
-     * the magazine's cookie: they go in as they are), their bits taken out
-     * of m, which then holds the ones that go back to the slab */
-    void **top = fill ? fill->top : NULL, **room = fill ? fill->mark + 1 : NULL;
-    for (uint64_t f = m; f; f &= f - 1) {
-        uint64_t *p = (uint64_t *)(w + ((uintptr_t)__builtin_ctzll(f) << SL_GRAIN_SHIFT));
-        if (mark && unlikely(p[1] != mark))
-            collect_unmarked(s, p);
-        if (top > room) {
-            __atomic_store_n(--top, (void *)p, __ATOMIC_RELAXED); /* free_state_find reads the slots */
-            m &= m - 1; /* p's bit: m's lowest, the pushed ones being a prefix of f's */
+    if (mark)
+        for (uint64_t f = m; f; f &= f - 1) {
+            uint64_t *p = (uint64_t *)(w + ((uintptr_t)__builtin_ctzll(f) << SL_GRAIN_SHIFT));
+            if (unlikely(p[1] != mark))
+                collect_unmarked(s, p);
         }
-    }
-    if (fill) {
-        *filled += (unsigned)(fill->top - top);
-        fill->top = top;
-    }
+    if (fill) /* their freers' mark is the magazine's cookie: they go in as they are */
+        for (; m && fill->top - 1 > fill->mark; m &= m - 1) {
+            __atomic_store_n(--fill->top, (void *)(w + ((uintptr_t)__builtin_ctzll(m) << SL_GRAIN_SHIFT)),
+                             __ATOMIC_RELAXED); /* free_state_find reads the slots */
+            ++*filled;
+        }
     st_relaxed(bw, v & ~m);
     return (unsigned)popcount64(m);
 }
