@@ -281,16 +281,8 @@ static void free_remote_batched(struct heap *h, void *p, uint32_t t)
     remote_batch_add(h, p, t);
 }
 
-/* The free slow path: what free's fast path (heap.h) did not take, by what
- * p is:
- *   - a medium run (no malloc slab's page tag, a run's head): run_free;
- *   - another heap's malloc-class object: free_remote_batched (a thread
- *     that only frees, a consumer, gets a heap for it; checked mode frees
- *     at once);
- *   - anything else, validated first (heap_free_block_now): an object of
- *     this heap's slab past a full magazine or of a user cache, by its
- *     owner or unbatched by another thread; checked mode's block; a bad
- *     pointer, reported. */
+/* heap_free_block_slow's cases but the batched one (below): h is this
+ * thread's heap, t p's page tag. */
 static sl_noinline void free_block_other(void *p, struct heap *h, uint32_t t)
 {
     struct page *run;
@@ -304,6 +296,16 @@ static sl_noinline void free_block_other(void *p, struct heap *h, uint32_t t)
     heap_free_block_now(p);
 }
 
+/* The free slow path: what free's fast path (heap.h) did not take, by what
+ * p is:
+ *   - a medium run (no malloc slab's page tag, a run's head): run_free;
+ *   - another heap's malloc-class object: free_remote_batched (a thread
+ *     that only frees, a consumer, gets a heap for it; checked mode frees
+ *     at once);
+ *   - anything else, validated first (heap_free_block_now): an object of
+ *     this heap's slab past a full magazine or of a user cache, by its
+ *     owner or unbatched by another thread; checked mode's block; a bad
+ *     pointer, reported. */
 void heap_free_block_slow(void *p, uint32_t x)
 {
     struct heap *h = tls_heap;
