@@ -34,6 +34,19 @@ static void *free_list(void *arg)
         sl_free(v[i]);
     return NULL;
 }
+/* One batch of v[0], v[1], v[0] freed by another thread, v[0]'s second
+ * word (the remote-free mark) cleared by a write after its first free, so
+ * that its second free is not caught by the mark but by the batch's flush
+ * (src/slab/remote_batch.c) at the thread's exit. */
+static void *free_scribbled(void *arg)
+{
+    void **v = arg;
+    sl_free(v[0]);
+    sl_free(v[1]);
+    ((volatile uint64_t *)v[0])[1] = 0;
+    sl_free(v[0]);
+    return NULL;
+}
 static sl_cache_t *free_cache;
 static void *free_cache_list(void *arg)
 {
@@ -264,6 +277,15 @@ static void run_case(const char *name)
         two_apart(32, &v[0], &v[1]);
         v[2] = v[0]; /* one batch, p twice in its word's run */
         in_thread(free_list, v);
+        sl_purge();
+    } else if (!strcmp(name, "double_free_remote_flush_runs")) {
+        void *v[2];
+        two_apart(32, &v[0], &v[1]); /* one class: the batch as it came, three runs */
+        in_thread(free_scribbled, v);
+        sl_purge();
+    } else if (!strcmp(name, "double_free_remote_flush_classes")) {
+        void *v[2] = { sl_malloc(32), sl_malloc(256) }; /* two classes: grouped, p twice in one run */
+        in_thread(free_scribbled, v);
         sl_purge();
     } else if (!strcmp(name, "double_free_remote_batches")) {
         in_thread(free_twice_flushed, sl_malloc(48));
@@ -592,6 +614,8 @@ static const struct expect cases[] = {
     { "free_medium_grown_over", "sluice: free of an interior pointer 0x" },
     { "double_free_remote", "sluice: double free of 0x" },
     { "double_free_remote_runs", "sluice: double free of 0x" },
+    { "double_free_remote_flush_runs", "sluice: double free of 0x" },
+    { "double_free_remote_flush_classes", "sluice: double free of 0x" },
     { "double_free_remote_batches", "sluice: double free of 0x" },
     { "remote_interior", "sluice: free of an interior pointer 0x" },
     { "remote_interior_grain", "sluice: free of an interior pointer 0x" },

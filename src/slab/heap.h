@@ -157,6 +157,7 @@ struct heap {
     uint32_t rbatch_n, rbatch_bytes;     /* owner: remote frees batched, and their bytes */
     void *rbatch[RBATCH_CAP];            /* owner (remote_batch.c) */
     uint8_t rbatch_cls[RBATCH_CAP];      /* owner: each one's size class */
+    uint8_t rbatch_mixed;                /* owner: nonzero if the batch may hold two classes */
     struct slab *remote_held;            /* owner: the slab whose remote lock its thread
                                           * is taking or holds (slab.h), for fork */
     uint8_t mag_shift[SL_NCLASSES];      /* owner: each magazine's depth is its class's
@@ -598,8 +599,23 @@ void heap_free_block_now(void *p);
  * watermark boost) or is orphaned by fork. A flush sets each run of
  * objects that share a bitmap word in the remote-free bitmap, a slab's
  * words under one hold of its remote lock (slab.h). */
-void remote_batch_add(struct heap *h, void *p, uint32_t t);
 void remote_batch_flush(struct heap *h);
+/* Add p (page tag t) to h's batch (the order of the writes: remote_batch.c's top). */
+sl_inline void remote_batch_add(struct heap *h, void *p, uint32_t t)
+{
+    unsigned n = h->rbatch_n, cls = t & ((1u << TAG_PAGE_SHIFT) - 1);
+    __atomic_store_n(&h->rbatch[n], p, __ATOMIC_RELAXED); /* free_state_find reads the batch */
+    h->rbatch_cls[n] = (uint8_t)cls;
+    h->rbatch_mixed |= (uint8_t)(cls ^ h->rbatch_cls[0]); /* the first's, for n == 0 */
+    atomic_signal_fence(memory_order_seq_cst); /* the slot before the count (remote_batch.c, the top) */
+    __atomic_store_n(&h->rbatch_n, n + 1, __ATOMIC_RELEASE);
+    uint32_t bytes = h->rbatch_bytes + class_size[cls];
+    __atomic_store_n(&h->rbatch_bytes, bytes, __ATOMIC_RELAXED);
+    count_add(&h->counts.free[cls], 1); /* freed now, as far as the program is concerned */
+    count_add(&h->counts.remote[cls], 1);
+    if (n + 1 == RBATCH_CAP || bytes >= RBATCH_BYTES)
+        remote_batch_flush(h);
+}
 
 /* Pages for a run of size bytes: whole pages, and above 8 pages rounded up
  * to an eighth of their power of two (waste under 12.5%), so that freed

@@ -262,6 +262,16 @@ void heap_free_block_now(void *p)
     heap_free_object(slab_of_page(page_head(page_of(p))), p);
 }
 
+/* free_remote_batched's free of p whose second word holds the cookie:
+ * reported if free_state_find confirms it, else batched. Out of line, so
+ * that the common path makes no call but its last (no frame). */
+static sl_cold void free_remote_hinted(struct heap *h, void *p, uint32_t t)
+{
+    heap_free_hint_check(p, slab_of_page(page_of((void *)tag_slab_head(p, t))));
+    remote_mark(p);
+    remote_batch_add(h, p, t);
+}
+
 /* A free of another heap's malloc-class object (page tag t, h this
  * thread's heap): batched, unread but for the double-free hint (the
  * owner's bitmap line is not read: whether it is live, the owner checks
@@ -272,9 +282,26 @@ static void free_remote_batched(struct heap *h, void *p, uint32_t t)
 {
     if (unlikely(!class_object_start(t & ((1u << TAG_PAGE_SHIFT) - 1), (uint32_t)((uintptr_t)p - tag_slab_head(p, t)))))
         heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
-    heap_free_hint_check(p, slab_of_page(page_of((void *)tag_slab_head(p, t))));
-    remote_mark(p);
+    uint64_t cookie = __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED);
+    if (unlikely(*mag_cookie(p) == cookie))
+        return free_remote_hinted(h, p, t);
+    *mag_cookie(p) = cookie; /* remote_mark, the cookie already loaded */
     remote_batch_add(h, p, t);
+}
+
+/* heap_free_block_slow's cases but the batched one (below): h is this
+ * thread's heap, t p's page tag. */
+static sl_noinline void free_block_other(void *p, struct heap *h, uint32_t t)
+{
+    struct page *run;
+    if (!t && (run = run_head_at((uintptr_t)p)))
+        return run_free(p, run);
+    if (t && !sl_events.checked_free && h == &heap_empty && heap_get_slow())
+        /* maybe an orphan taken over whole: p may be its own; anew with
+         * this heap (another heap's object: batched; else not back here
+         * with heap_empty, so freed below) */
+        return heap_free_block_slow(p, t ^ tls_heap->tag);
+    heap_free_block_now(p);
 }
 
 /* The free slow path: what free's fast path (heap.h) did not take, by what
@@ -291,16 +318,11 @@ void heap_free_block_slow(void *p, uint32_t x)
 {
     struct heap *h = tls_heap;
     uint32_t t = x ^ h->tag; /* the page tag (tag_relative undone) */
-    struct page *run;
-    if (!t && (run = run_head_at((uintptr_t)p)))
-        return run_free(p, run);
-    if (t && !sl_events.checked_free) {
-        if (h == &heap_empty && heap_get_slow())
-            h = tls_heap; /* maybe an orphan taken over whole: p may be its own */
-        if (h != &heap_empty && tag_relative(h, t) >= TAG_MINE_LIMIT)
-            return free_remote_batched(h, p, t);
-    }
-    heap_free_block_now(p);
+    /* the common case first, in a function that makes no call but its
+     * last: another heap's object, this thread with a heap */
+    if (t && x >= TAG_MINE_LIMIT && h != &heap_empty && !sl_events.checked_free)
+        return free_remote_batched(h, p, t);
+    free_block_other(p, h, t);
 }
 
 /* ---- misuse ------------------------------------------------------------ */

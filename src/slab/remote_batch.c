@@ -44,35 +44,20 @@ static bool unlock_slab(struct heap *h, struct slab *s, uint32_t old, uint32_t s
            heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
 }
 
-/* Under the remote lock of their slab, set the remote-free bits of ps[0, k)
- * (objects side by side in the batch that share a bitmap word, each an
- * object start: checked at its free, heap.c), of class cls. */
-static void set_word(const uintptr_t *ps, unsigned k, unsigned cls)
+/* v[0, n): h's batch, grouped by class (a counting sort, stable; a slab's
+ * objects are all of one class), so that a class's objects, which come in
+ * allocation order, make runs of one bitmap word and one slab. Not sorted
+ * by address: a merge sort cost more than the atomic ORs it saved
+ * (xmalloc-test 1.47 against 1.12 without it; crossfree 0.094 against
+ * 0.090 s). A batch of one class (rbatch_mixed clear: most of them) is
+ * copied as it is; otherwise only the classes from the batch's lowest to
+ * its highest are counted. */
+static void batch_group(const struct heap *h, uintptr_t *v, unsigned n)
 {
-    uint64_t mask = 0;
-    for (unsigned i = 0; i < k; i++) {
-        uint64_t bit = bitmap_bit(ps[i]);
-        if (unlikely(mask & bit)) /* twice in the run */
-            heap_bad_free((void *)ps[i], (uintptr_t)block_of((void *)ps[i]) | PM_BLOCK, "free");
-        mask |= bit;
-    }
-    remote_set(ps[0], mask, class_size[cls]);
-}
-
-void remote_batch_flush(struct heap *h)
-{
-    uintptr_t v[RBATCH_CAP];
-    unsigned n = h->rbatch_n;
-    if (!n) /* a thread's exit, a drain: mostly nothing batched */
+    if (!h->rbatch_mixed) {
+        memcpy(v, h->rbatch, n * sizeof v[0]);
         return;
-    /* taken whole before anything is pushed (see the top), and grouped by
-     * class (a counting sort, stable; a slab's objects are all of one
-     * class), so that a class's objects, which come in allocation order,
-     * make runs of one bitmap word and one slab. Not sorted by address:
-     * a merge sort cost more than the atomic ORs it saved (xmalloc-test
-     * 1.47 against 1.12 without it; crossfree 0.094 against 0.090 s).
-     * Only the classes from the batch's lowest to its highest are counted
-     * (one, for a batch of one class). */
+    }
     unsigned at[SL_NCLASSES + 1], lo = SL_NCLASSES, hi = 0;
     for (unsigned i = 0; i < n; i++) {
         unsigned c = h->rbatch_cls[i];
@@ -86,8 +71,19 @@ void remote_batch_flush(struct heap *h)
         at[c] += at[c - 1];
     for (unsigned i = 0; i < n; i++)
         v[at[h->rbatch_cls[i]]++] = (uintptr_t)h->rbatch[i];
+}
+
+void remote_batch_flush(struct heap *h)
+{
+    uintptr_t v[RBATCH_CAP];
+    unsigned n = h->rbatch_n;
+    if (!n) /* a thread's exit, a drain: mostly nothing batched */
+        return;
+    /* taken whole before anything is pushed (see the top) */
+    batch_group(h, v, n);
     __atomic_store_n(&h->rbatch_n, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&h->rbatch_bytes, 0, __ATOMIC_RELAXED); /* mallinfo reads it */
+    h->rbatch_mixed = 0;
     atomic_signal_fence(memory_order_seq_cst);
     /* a run of one slab's words under one hold of its remote lock */
     struct slab *locked = NULL;
@@ -95,8 +91,16 @@ void remote_batch_flush(struct heap *h)
     unsigned count = 0;
     bool tell = false; /* an owner had no slab waiting: the reclaimer looks (notify.c) */
     for (unsigned i = 0, j; i < n; i = j) {
-        for (j = i + 1; j < n && v[j] >> 10 == v[i] >> 10; j++)
-            ;
+        /* the run: objects side by side that share a bitmap word (each
+         * an object start: checked at its free, heap_free.c), its bits
+         * gathered as it is found; an object twice in it is a double free */
+        uint64_t mask = bitmap_bit(v[i]);
+        for (j = i + 1; j < n && v[j] >> 10 == v[i] >> 10; j++) {
+            uint64_t bit = bitmap_bit(v[j]);
+            if (unlikely(mask & bit))
+                heap_bad_free((void *)v[j], (uintptr_t)block_of((void *)v[j]) | PM_BLOCK, "free");
+            mask |= bit;
+        }
         uint32_t t = ld_relaxed(page_tag(v[i]));
         if (!t || tag_relative(h, t) < TAG_MINE_LIMIT) {
             /* the slab changed hands since they were batched (orphaned,
@@ -124,7 +128,7 @@ void remote_batch_flush(struct heap *h)
             sum = 0;
             count = 0;
         }
-        set_word(&v[i], j - i, cls);
+        remote_set(v[i], mask, class_size[cls]);
         sum |= remote_sum_bit(hd, v[i], remote_sum_shift(class_pages[cls]));
         count += j - i;
     }
@@ -132,21 +136,6 @@ void remote_batch_flush(struct heap *h)
         tell |= unlock_slab(h, locked, old, sum, count);
     if (tell && !h->fork_orphan) /* not from fork's child handler */
         page_wake_reclaimer();
-}
-
-void remote_batch_add(struct heap *h, void *p, uint32_t t)
-{
-    unsigned n = h->rbatch_n, cls = t & ((1u << TAG_PAGE_SHIFT) - 1);
-    __atomic_store_n(&h->rbatch[n], p, __ATOMIC_RELAXED); /* free_state_find reads the batch */
-    h->rbatch_cls[n] = (uint8_t)cls;
-    atomic_signal_fence(memory_order_seq_cst); /* the slot before the count (see the top) */
-    __atomic_store_n(&h->rbatch_n, n + 1, __ATOMIC_RELEASE);
-    uint32_t bytes = h->rbatch_bytes + class_size[cls];
-    __atomic_store_n(&h->rbatch_bytes, bytes, __ATOMIC_RELAXED);
-    count_add(&h->counts.free[cls], 1); /* freed now, as far as the program is concerned */
-    count_add(&h->counts.remote[cls], 1);
-    if (n + 1 == RBATCH_CAP || bytes >= RBATCH_BYTES)
-        remote_batch_flush(h);
 }
 
 /* The reclaim registry's entry (base/drain.h): this thread's batch goes to
