@@ -166,6 +166,9 @@ size_t purge_dirty_cap(void);
 bool purge_kick_reclaimer(void);
 /* Outside the lock: enforce the dirty cap and run a due decay pass. */
 void purge_maybe(void);
+/* After a take that may have mapped a pageblock, no lock held: hold the
+ * resident free pages to the dirty cap (purge.c, decay_growth_clean). */
+void purge_growth(void);
 /* Purge a range now (outside the lock); the state its pages are left in. */
 enum page_state purge_range(void *p, size_t bytes);
 

@@ -377,6 +377,36 @@ void page_purge_all(void)
     page_release_free_blocks(true);
 }
 
+/* Growth (decay_growth_clean): once per pageblock mapped, seen by the
+ * allocation paths after the page heap lock (one load and a compare of
+ * the block_map counter), the free pages kept resident are held to the
+ * dirty cap: lazy ones made clean first, then dirty ones past the tick's
+ * grace, both with MADV_DONTNEED. Bounded by the blocks mapped (a
+ * program maps each of its blocks once, or again after the decay unmapped
+ * it), so a churning heap that maps nothing pays nothing. wait: false,
+ * as a big free's burst: if another thread purges, it is left to it. */
+static _Atomic uint64_t growth_seen; /* block_map when purge_growth last looked */
+
+void purge_growth(void)
+{
+    uint64_t b = atomic_load_explicit(&stats_global[STAT_block_map], memory_order_relaxed);
+    if (likely(b == ld_relaxed(&growth_seen)))
+        return;
+    st_relaxed(&growth_seen, b);
+    if (sl_opt.purge == PURGE_OFF)
+        return;
+    struct growth_clean c = decay_growth_clean(purgeable_dirty(), ld_relaxed(&page_heap.lazy_pages),
+                                               ld_relaxed(&page_heap.active_pages));
+    if (c.lazy)
+        c.dirty += c.lazy - purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, c.lazy, false);
+    if (c.dirty) {
+        uint64_t cutoff = os_now_ms() - tick_ms();
+        size_t done = purge_spans(PS_DIRTY, PS_CLEAN, cutoff, c.dirty, false);
+        if (done < c.dirty)
+            purge_parked(PS_CLEAN, cutoff, c.dirty - done, false);
+    }
+}
+
 /* A big free's wake-up of the reclaimer, at most once per tick: its pass
  * purges down to the cap what has waited out the grace, so a burst that
  * outlasts the grace would otherwise wake it on every slow path for
