@@ -9,8 +9,13 @@
  * pageblocks, which the RUN blocks' free pages do not serve) make the heap
  * map a new pageblock: the lazy pages over the cap (an eighth of the pages
  * in use, at least 2 MiB) must be made clean then, not kept for the lazy
- * decay (10 s). */
+ * decay (10 s).
+ *
+ * tick (the heap maps nothing): the decay's tick (10 ms with a dirty decay
+ * of 0) makes the lazy pages over the cap clean once they have been lazy
+ * for a tick, well before the lazy decay (a minute here). */
 #define _GNU_SOURCE
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +27,14 @@
 enum { NRUNS = 640, RUN = 60000, EVERY = 8, NSMALL = 200000 };
 
 /* Resident pages of the freed runs, whole pages inside each run, by mincore. */
-static size_t resident_freed(unsigned char **runs)
+static size_t resident_freed(unsigned char **r)
 {
     size_t in = 0;
     unsigned char v[RUN / 4096 + 1];
     for (int i = 0; i < NRUNS; i++) {
         if (i % EVERY == 0)
             continue;
-        uintptr_t a = ((uintptr_t)runs[i] + 4095) & ~(uintptr_t)4095, e = ((uintptr_t)runs[i] + RUN) & ~(uintptr_t)4095;
+        uintptr_t a = ((uintptr_t)r[i] + 4095) & ~(uintptr_t)4095, e = ((uintptr_t)r[i] + RUN) & ~(uintptr_t)4095;
         CHECK_EQ(mincore((void *)a, e - a, v), 0);
         for (size_t j = 0; j < (e - a) / 4096; j++)
             in += v[j] & 1;
@@ -37,10 +42,11 @@ static size_t resident_freed(unsigned char **runs)
     return in;
 }
 
-int main(void)
+static unsigned char *runs[NRUNS];
+
+/* Fill RUN pageblocks and free seven runs of eight: lazy and resident. */
+static size_t fill_and_thin(void)
 {
-    static unsigned char *runs[NRUNS];
-    static void *small[NSMALL];
     for (int i = 0; i < NRUNS; i++) {
         CHECK((runs[i] = sl_malloc(RUN)) != NULL);
         memset(runs[i], 0xa5, RUN);
@@ -53,14 +59,44 @@ int main(void)
     /* the premise: the freed runs are lazy, and the kernel still counts them */
     CHECK(sl_stat("lazy_bytes") >= 16u << 20);
     CHECK(before >= freed_pages / 2);
+    return before;
+}
+
+static uint64_t cap_now(void)
+{
+    uint64_t active = sl_stat("active_bytes");
+    return active / 8 > (2u << 20) ? active / 8 : 2u << 20;
+}
+
+/* An allocation slow path (a medium run, served by the lazy pages). */
+static bool slow_path(void)
+{
+    sl_free(sl_malloc(300000));
+    return true;
+}
+
+static void tick(void)
+{
+    size_t before = fill_and_thin();
+    uint64_t blocks = sl_stat("block_map");
+    CHECK(T_WAIT(slow_path() && sl_stat("lazy_bytes") + sl_stat("dirty_bytes") <= cap_now() + (1u << 20), 5000));
+    CHECK_EQ(sl_stat("block_map"), blocks); /* the tick did it, not a growth */
+    CHECK(resident_freed(runs) * 4 <= before);
+    for (int i = 0; i < NRUNS; i += EVERY)
+        sl_free(runs[i]);
+}
+
+static void growth(void)
+{
+    static void *small[NSMALL];
+    size_t before = fill_and_thin();
     uint64_t blocks = sl_stat("block_map"), dontneed = sl_stat("madv_dontneed_bytes");
     int k = 0;
     while (k < NSMALL && sl_stat("block_map") == blocks)
         CHECK((small[k++] = sl_malloc(256)) != NULL);
     CHECK(sl_stat("block_map") > blocks);
     /* the growth: resident free pages held to the cap, with MADV_DONTNEED */
-    uint64_t active = sl_stat("active_bytes"), cap = active / 8 > (2u << 20) ? active / 8 : 2u << 20;
-    CHECK(sl_stat("lazy_bytes") + sl_stat("dirty_bytes") <= cap + (1u << 20));
+    CHECK(sl_stat("lazy_bytes") + sl_stat("dirty_bytes") <= cap_now() + (1u << 20));
     CHECK(sl_stat("madv_dontneed_bytes") >= dontneed + (8u << 20));
     size_t after = resident_freed(runs);
     CHECK(after * 4 <= before);
@@ -76,5 +112,13 @@ int main(void)
         sl_free(runs[i]);
     while (k)
         sl_free(small[--k]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "tick"))
+        tick();
+    else
+        growth();
     return t_done("growth_rss");
 }

@@ -19,6 +19,11 @@
  *     dirtied before the tick; past DECAY_DIRTY_BURST times the cap (a big
  *     free) the reclaimer is woken, or with none the freeing thread
  *     purges down to the cap itself, at most once per tick;
+ *   - lazy pages count in the RSS as dirty ones do, so dirty and lazy
+ *     together are held to that cap too: once per tick, lazy pages over
+ *     it that have been lazy for a tick are made clean; and when the heap
+ *     maps a new pageblock, at once, the lazy first, then the dirty past
+ *     the tick's grace (decay_growth_clean);
  *   - a drop (the active pages down by an eighth since the last burst
  *     purge) purges every dirty page at once, tick or not: the free that
  *     ends it may be the program's last, and with no reclaimer nothing

@@ -356,8 +356,15 @@ static void decay(uint64_t now, bool force, bool wait)
     purge_spans(PS_DIRTY, purge_target(), decay_cutoff(now, dd), SIZE_MAX, wait);
     purge_parked(purge_target(), decay_cutoff(now, dd), SIZE_MAX, wait);
     enforce_cap(purgeable_dirty(), purge_dirty_cap(), now - tick_ms(), wait);
-    if (sl_opt.purge == PURGE_FREE)
-        purge_spans(PS_LAZY, PS_CLEAN, decay_cutoff(now, ld), SIZE_MAX, wait);
+    if (sl_opt.purge != PURGE_FREE)
+        return;
+    purge_spans(PS_LAZY, PS_CLEAN, decay_cutoff(now, ld), SIZE_MAX, wait);
+    /* lazy pages count in the RSS: those over the cap with the dirty ones
+     * (decay_growth_clean), lazy for a tick already, are made clean */
+    size_t over = decay_growth_clean(purgeable_dirty(), ld_relaxed(&page_heap.lazy_pages),
+                                     ld_relaxed(&page_heap.active_pages)).lazy;
+    if (over)
+        purge_spans(PS_LAZY, PS_CLEAN, now - tick_ms(), over, wait);
 }
 
 void page_purge_decay(uint64_t now, bool force) { decay(now, force, true); }
