@@ -17,7 +17,8 @@
 
 Peak RSS is the process tree's: wait4's rusage of the child, whose
 ru_maxrss is the largest of the processes it waited for (cc1 for gcc).
-Time is wall time. Every repeat runs every (program, allocator) pair once,
+Time is wall time, and CPU time (user + system of the tree, also from
+wait4's rusage: on a loaded machine the steadier of the two). Every repeat runs every (program, allocator) pair once,
 the allocators in a fresh random order; medians of --repeats (5) and the
 spread (min-max). Allocators as bench/run.py's (glibc, sluice, Debian's
 jemalloc, tcmalloc and mimalloc, the from-source peers its variables
@@ -55,7 +56,7 @@ for r in range(3):
 
 def run_tree(cmd, lib, cwd=None, env_extra=None):
     """Run cmd under lib (None: glibc); (wall seconds, peak RSS MiB of the
-    process tree)."""
+    process tree, CPU seconds of the tree)."""
     env = program_env(lib, env_extra)
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -65,7 +66,7 @@ def run_tree(cmd, lib, cwd=None, env_extra=None):
     p.stderr.close()
     if status != 0:
         raise RuntimeError(f"{cmd[0]} under {lib or 'glibc'} exited with status {status}: {err[-400:]}")
-    return wall, ru.ru_maxrss / 1024.0
+    return wall, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime
 
 
 def main():
@@ -116,25 +117,26 @@ def main():
             order = list(allocs)
             random.shuffle(order)
             for name, lib in order:
-                wall, rss = run_tree(cmd, lib, cwd=tmp)
-                res[(pname, name)].append((wall, rss))
-                line = f"{r},{pname},{name},{wall:.2f},{rss:.1f}"
+                wall, rss, cpu = run_tree(cmd, lib, cwd=tmp)
+                res[(pname, name)].append((wall, rss, cpu))
+                line = f"{r},{pname},{name},{wall:.2f},{rss:.1f},{cpu:.2f}"
                 print(line, file=sys.stderr, flush=True)
                 if out:
                     print(line, file=out, flush=True)
 
     print(f"{a.repeats} repeats, interleaved; medians (min-max)")
-    print("| program | allocator | peak RSS MiB | time s | RSS / glibc |")
-    print("|---|---|---|---|---|")
+    print("| program | allocator | peak RSS MiB | time s | CPU s | RSS / glibc |")
+    print("|---|---|---|---|---|---|")
     for pname, _ in progs:
         g = res.get((pname, "glibc"))
         gm = statistics.median(x[1] for x in g) if g else None
         for name, _ in allocs:
             xs = res[(pname, name)]
-            rs, ts = [x[1] for x in xs], [x[0] for x in xs]
+            rs, ts, cs = [x[1] for x in xs], [x[0] for x in xs], [x[2] for x in xs]
             ratio = f"{statistics.median(rs) / gm:.3f}" if gm else "-"
             print(f"| {pname} | {name} | {statistics.median(rs):.1f} ({min(rs):.1f}-{max(rs):.1f}) "
-                  f"| {statistics.median(ts):.2f} ({min(ts):.2f}-{max(ts):.2f}) | {ratio} |")
+                  f"| {statistics.median(ts):.2f} ({min(ts):.2f}-{max(ts):.2f}) "
+                  f"| {statistics.median(cs):.2f} ({min(cs):.2f}-{max(cs):.2f}) | {ratio} |")
     shutil.rmtree(tmp, ignore_errors=True)
 
 

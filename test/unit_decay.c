@@ -1,6 +1,6 @@
 /* Unit: the decay policy (src/page/decay.h) as pure functions with a fake
  * clock: where advised memory goes, the tick, the cutoffs, the dirty cap
- * and the burst, the drop and its regret, what is due for one cached huge mapping (dirty, lazy,
+ * and the burst, the drop and its regret, the growth's hold on resident free pages, what is due for one cached huge mapping (dirty, lazy,
  * clean, forced), when a heap's owner is idle (decay_owner_idle), and
  * hugepage collapse selection (dense for long enough, sparse again). No threads, no sleeps. */
 #include "../src/page/decay.h"
@@ -38,6 +38,26 @@ int main(void)
     CHECK_EQ(decay_drop_backoff(4000, 1000, 0, 250), 0); /* and it clears one */
     CHECK_EQ(decay_drop_backoff(0, 0, 1000, 250), 0);    /* nothing purged: nothing to regret */
     CHECK_EQ(decay_drop_backoff(0, 1000, 500, 250), 250); /* taken back: one tick */
+
+    /* growth: resident free pages (dirty + lazy) held to the dirty cap, lazy first */
+    {
+        struct growth_clean c = decay_growth_clean(100, 300, 80000); /* cap 10000: under it */
+        CHECK_EQ(c.lazy, 0);
+        CHECK_EQ(c.dirty, 0);
+        c = decay_growth_clean(4000, 6000, 80000); /* exactly at the cap */
+        CHECK_EQ(c.lazy + c.dirty, 0);
+        c = decay_growth_clean(4000, 9000, 80000); /* 3000 over: all of it lazy */
+        CHECK_EQ(c.lazy, 3000);
+        CHECK_EQ(c.dirty, 0);
+        c = decay_growth_clean(12000, 5000, 80000); /* 7000 over: the lazy 5000, then 2000 dirty */
+        CHECK_EQ(c.lazy, 5000);
+        CHECK_EQ(c.dirty, 2000);
+        c = decay_growth_clean(0, 600, 0); /* a small heap: 2 MiB are always allowed */
+        CHECK_EQ(c.lazy, 600 - DECAY_DIRTY_MIN_PAGES);
+        c = decay_growth_clean(20000, 0, 80000); /* nothing lazy (SLUICE_PURGE=dontneed) */
+        CHECK_EQ(c.lazy, 0);
+        CHECK_EQ(c.dirty, 10000);
+    }
     CHECK_EQ(decay_drop_backoff(250, 1000, 900, 250), 500); /* again: doubled */
     uint64_t b = 250;
     for (int i = 0; i < 20; i++)

@@ -19,6 +19,11 @@
  *     dirtied before the tick; past DECAY_DIRTY_BURST times the cap (a big
  *     free) the reclaimer is woken, or with none the freeing thread
  *     purges down to the cap itself, at most once per tick;
+ *   - lazy pages count in the RSS as dirty ones do, so dirty and lazy
+ *     together are held to that cap too: once per tick, lazy pages over
+ *     it that have been lazy for a tick are made clean; and when the heap
+ *     maps a new pageblock, at once, the lazy first, then the dirty past
+ *     the tick's grace (decay_growth_clean);
  *   - a drop (the active pages down by an eighth since the last burst
  *     purge) purges every dirty page at once, tick or not: the free that
  *     ends it may be the program's last, and with no reclaimer nothing
@@ -62,6 +67,33 @@ sl_inline size_t decay_dirty_cap(size_t active_pages)
 }
 /* A free that leaves this much dirty cannot wait for the next tick. */
 sl_inline bool decay_burst(size_t dirty_pages, size_t cap) { return dirty_pages > DECAY_DIRTY_BURST * cap; }
+
+/* Growth: the heap maps a new pageblock (or the huge layer a mapping)
+ * while it keeps free memory resident. Lazily freed pages (MADV_FREE) are
+ * resident until the kernel runs short of memory, and the RSS, VmHWM and
+ * ru_maxrss count them as they count dirty pages; a heap that grows faults
+ * fresh pages in beside them, and that is what raises its peak (gcc -O2
+ * sqlite3.c: cc1 kept 22 MiB lazy at its peak, docs/benchmarks/gcc-rss.md).
+ * So at growth the free memory kept resident, dirty and lazy together, is
+ * held to the dirty cap: the pages over it are made clean (MADV_DONTNEED),
+ * the lazy ones first (they are the older, and nothing reuses them sooner
+ * than the dirty), then the dirty ones past the tick's grace. A steady
+ * heap (no new pageblock) keeps its cheap MADV_FREE reuse and the decay.
+ * Returns the (lazy, dirty) pages to make clean. */
+struct growth_clean {
+    size_t lazy, dirty;
+};
+sl_inline struct growth_clean decay_growth_clean(size_t dirty_pages, size_t lazy_pages, size_t active_pages)
+{
+    size_t cap = decay_dirty_cap(active_pages), resident = dirty_pages + lazy_pages;
+    struct growth_clean c = { 0, 0 };
+    if (resident <= cap)
+        return c;
+    size_t over = resident - cap;
+    c.lazy = over < lazy_pages ? over : lazy_pages;
+    c.dirty = over - c.lazy;
+    return c;
+}
 
 /* A drop: the active pages fell by an eighth or more from their high
  * since the last burst purge. A program that frees 9/10 of its heap in

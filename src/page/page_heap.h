@@ -177,5 +177,8 @@ size_t purge_dirty_cap(void);
 bool purge_kick_reclaimer(void);
 /* Outside the lock: enforce the dirty cap and run a due decay pass. */
 void purge_maybe(void);
+/* After a take that may have mapped a pageblock, no lock held: hold the
+ * resident free pages to the dirty cap (purge.c, decay_growth_clean). */
+void purge_growth(void);
 
 #endif

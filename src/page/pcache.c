@@ -112,6 +112,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
         pcache_push(pc, ct, n, r);
     }
     page_heap_unlock();
+    purge_growth();
     pcache_budget_miss(&pc->budget);
     if (pc->stats)
         stat_add(pc->stats, STAT_pcache_refill, 1);
@@ -151,6 +152,7 @@ void *page_alloc(struct page_cache *pc, enum pb_type type, size_t npages, size_t
     void *r = take_locked(type, n, log2_ceil(align_pages ? align_pages : 1), kind, clean);
     page_heap_unlock();
     errno = r ? saved : ENOMEM; /* a success leaves errno alone, whatever failed on the way */
+    purge_growth();
     purge_maybe();
     return r;
 }

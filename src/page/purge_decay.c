@@ -1,6 +1,7 @@
 /* purge_decay.c — when pageblock memory is purged: the decay pass (by the
  * reclaimer, or by a slow path once per tick), the dirty cap, a big free's
- * burst and a drop (decay.h's pure policy with this process's options,
+ * burst, a drop and growth (a new pageblock mapped while free pages are
+ * kept resident) (decay.h's pure policy with this process's options,
  * counts and clock); and the reclaimer's start and wake-up, which the
  * slow paths ask for here. purge.c does the purging.
  *
@@ -69,11 +70,49 @@ static void decay(uint64_t now, bool force, bool wait)
     purge_spans(PS_DIRTY, purge_target(), decay_cutoff(now, dd), SIZE_MAX, wait);
     purge_parked(purge_target(), decay_cutoff(now, dd), SIZE_MAX, wait);
     enforce_cap(purgeable_dirty(), purge_dirty_cap(), now - tick_ms(), wait);
-    if (sl_opt.purge == PURGE_FREE)
-        purge_spans(PS_LAZY, PS_CLEAN, decay_cutoff(now, ld), SIZE_MAX, wait);
+    if (sl_opt.purge != PURGE_FREE)
+        return;
+    purge_spans(PS_LAZY, PS_CLEAN, decay_cutoff(now, ld), SIZE_MAX, wait);
+    /* lazy pages count in the RSS: those over the cap with the dirty ones
+     * (decay_growth_clean), lazy for a tick already, are made clean */
+    size_t over = decay_growth_clean(purgeable_dirty(), ld_relaxed(&page_heap.lazy_pages),
+                                     ld_relaxed(&page_heap.active_pages)).lazy;
+    if (over)
+        purge_spans(PS_LAZY, PS_CLEAN, now - tick_ms(), over, wait);
 }
 
 void page_purge_decay(uint64_t now, bool force) { decay(now, force, true); }
+
+/* Growth (decay_growth_clean): once per pageblock mapped, seen by the
+ * allocation paths after the page heap lock (one load and a compare of
+ * the block_map counter), the free pages kept resident are held to the
+ * dirty cap: lazy ones made clean first, then dirty ones past the tick's
+ * grace, both with MADV_DONTNEED. Bounded by the blocks mapped (a
+ * program maps each of its blocks once, or again after the decay unmapped
+ * it), so a churning heap that maps nothing pays nothing. wait: false,
+ * as a big free's burst: if another thread purges, it is left to it. */
+static _Atomic uint64_t growth_seen; /* block_map when purge_growth last looked */
+
+void purge_growth(void)
+{
+    uint64_t b = atomic_load_explicit(&stats_global[STAT_block_map], memory_order_relaxed);
+    if (likely(b == ld_relaxed(&growth_seen)))
+        return;
+    st_relaxed(&growth_seen, b);
+    if (sl_opt.purge == PURGE_OFF)
+        return;
+    struct growth_clean c = decay_growth_clean(purgeable_dirty(), ld_relaxed(&page_heap.lazy_pages),
+                                               ld_relaxed(&page_heap.active_pages));
+    if (c.lazy)
+        c.dirty += c.lazy - purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, c.lazy, false);
+    if (c.dirty) {
+        uint64_t cutoff = os_now_ms() - tick_ms();
+        size_t done = purge_spans(PS_DIRTY, PS_CLEAN, cutoff, c.dirty, false);
+        if (done < c.dirty)
+            purge_parked(PS_CLEAN, cutoff, c.dirty - done, false);
+    }
+}
+
 
 bool page_purge_pending(void) { return purgeable_dirty() || ld_relaxed(&page_heap.lazy_pages); }
 
