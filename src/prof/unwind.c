@@ -70,37 +70,32 @@ static uint64_t pack(uintptr_t pc, const struct rule *r)
            k << 58 | (uint64_t)(r->ra.how == UNDEF) << 63;
 }
 
-static void unpack(uint64_t w, struct rule *r)
-{
-    r->cfa_reg = w >> HI_BITS & 1 ? REG_BP : REG_SP;
-    r->cfa_off = (int64_t)(w >> 37 & (((uint64_t)1 << OFF_BITS) - 1)) * 8;
-    uint64_t k = w >> 58 & 31;
-    r->bp = k ? (struct reg_rule){ AT, -(int64_t)k * 8 } : (struct reg_rule){ SAME, 0 };
-    r->ra = w >> 63 ? (struct reg_rule){ UNDEF, 0 } : (struct reg_rule){ AT, -8 };
-}
-
 static size_t set_of(uintptr_t pc) { return (pc ^ pc >> SET_BITS ^ pc >> (2 * SET_BITS)) & (CACHE_SETS - 1); }
 
-/* The two slots of a set: a third pc replaces the second one's entry. */
-static bool rule_at(uintptr_t pc, struct rule *r)
+/* The rule at pc, packed as a cache entry (pack: the walk reads it as it
+ * is), from the two slots of its set (a third pc replaces the second
+ * one's entry); 0 if beyond us, or a rule the entry cannot hold (a CFA
+ * offset not a multiple of 8, or past 16 MiB; rbp saved past 31 words:
+ * no compiler makes them), which ends the stack as a rule beyond us does. */
+static uint64_t rule_at(uintptr_t pc)
 {
     _Atomic uint64_t *pair = cache[set_of(pc)];
     for (int i = 0; i < 2; i++) {
         uint64_t w = atomic_load_explicit(&pair[i], memory_order_relaxed);
         if (w && (w & HI_MASK) == pc >> SET_BITS && !(pc >> PC_BITS)) {
             count_hits++;
-            unpack(w, r);
-            return true;
+            return w;
         }
     }
     count_misses++;
-    if (!cfi_rule_find(pc, r))
-        return false;
-    uint64_t w = pack(pc, r);
+    struct rule r;
+    if (!cfi_rule_find(pc, &r))
+        return 0;
+    uint64_t w = pack(pc, &r);
     if (w) /* the empty slot, else the second */
         atomic_store_explicit(&pair[atomic_load_explicit(&pair[0], memory_order_relaxed) != 0], w,
                               memory_order_relaxed);
-    return true;
+    return w;
 }
 
 void prof_unwind_init(void) { cfi_init(); }
@@ -127,17 +122,16 @@ sl_noinline int prof_unwind(uintptr_t *frames, uint32_t cap)
     uintptr_t top = sp, lookup = pc; /* this frame's pc is not a return address: no - 1 */
     uint32_t n = 0;
     while (n < cap) {
-        struct rule r;
-        if (!rule_at(lookup, &r))
-            break; /* beyond us: the stack so far */
-        if (r.ra.how == UNDEF)
-            break; /* the outermost frame */
-        uintptr_t cfa = (r.cfa_reg == REG_SP ? sp : bp) + (uintptr_t)r.cfa_off;
+        uint64_t w = rule_at(lookup); /* read as pack wrote it: no unpacking */
+        if (!w || w >> 63)
+            break; /* beyond us (the stack so far), or the outermost frame */
+        uintptr_t cfa = (w >> HI_BITS & 1 ? bp : sp) + ((w >> 37 & (((uint64_t)1 << OFF_BITS) - 1)) << 3);
         if (cfa <= sp || cfa - top > SPAN || cfa & 7)
             break;
         uintptr_t ra = *(const uintptr_t *)(cfa - 8);
-        if (r.bp.how == AT)
-            bp = *(const uintptr_t *)(cfa + (uintptr_t)r.bp.off);
+        uint64_t k = w >> 58 & 31; /* rbp saved at CFA - 8k */
+        if (k)
+            bp = *(const uintptr_t *)(cfa - 8 * k);
         sp = cfa;
         if (!ra)
             break;
