@@ -16,7 +16,8 @@
  *   3. the heaps of exited threads are drained here;
  *   4. wholly free blocks then go back to the free list, and the decay
  *      pass purges what the boost freed.
- * Owners are asked every BOOST_PASS_MS (and after each shrink); the
+ * Owners are asked every BOOST_PASS_MS while that wins room back, less
+ * often while it does not (boost_pass_every), and after each shrink; the
  * shrinkers are paced by what their last ask achieved (shrink_due). The
  * reclaimer runs a boost pass first and alone on each wake (reclaimer.c):
  * on busy cores anything before it delays it by a time slice.
@@ -38,13 +39,12 @@
 #include "../slab/heap.h"
 #include "../stats/stats.h"
 
-#define BOOST_PASS_MS        5    /* owners asked, orphans drained */
 #define BOOST_SHRINK_MS      50   /* shrinkers asked, while that makes progress */
 #define BOOST_SHRINK_MAX_MS  1600 /* ... backing off to this while it does not */
 #define BOOST_URGENT_MS      1    /* shrinkers, under the low watermark */
 #define BOOST_URGENT_MAX_DIV 4
 
-static _Atomic uint64_t last_pass_ms;
+static _Atomic uint64_t last_pass_ms, pass_every_ms = BOOST_PASS_MS, pass_deficit;
 
 /* At most one per every_ms, whoever asks. */
 static bool due(_Atomic uint64_t *last_ms, uint64_t every_ms)
@@ -52,6 +52,25 @@ static bool due(_Atomic uint64_t *last_ms, uint64_t every_ms)
     uint64_t now = os_now_ms(), last = ld_relaxed(last_ms);
     return now - last >= every_ms &&
            atomic_compare_exchange_strong_explicit(last_ms, &last, now, memory_order_relaxed, memory_order_relaxed);
+}
+
+/* A pass is due (boost_pass_every's pace, at most one per wait whoever
+ * asks); the one that takes it sets the next wait from its deficit. */
+static bool pass_due(size_t deficit)
+{
+    uint64_t every = ld_relaxed(&pass_every_ms);
+    if (!due(&last_pass_ms, every))
+        return false;
+    st_relaxed(&pass_every_ms, boost_pass_every(every, ld_relaxed(&pass_deficit), deficit));
+    st_relaxed(&pass_deficit, deficit);
+    return true;
+}
+
+/* No deficit: the next boost starts at the quick pace. */
+static void pass_reset(void)
+{
+    st_relaxed(&pass_every_ms, BOOST_PASS_MS);
+    st_relaxed(&pass_deficit, 0);
 }
 
 /* Shrinker pacing (the reclaimer thread's own state). What a shrinker
@@ -100,9 +119,11 @@ bool boost_run(void)
 {
     bool urgent;
     size_t deficit = page_boost_deficit(&urgent);
-    if (!deficit)
+    if (!deficit) {
+        pass_reset();
         return false;
-    bool shrink = shrink_due(urgent, deficit), pass = due(&last_pass_ms, BOOST_PASS_MS);
+    }
+    bool shrink = shrink_due(urgent, deficit), pass = pass_due(deficit);
     if (pass || shrink) {
         /* the shrinkers (when due), this thread's caches, exited threads'
          * heaps, the parked runs (they merge back: blocks may come free) */
@@ -122,7 +143,10 @@ static void boost_in_thread(void)
     page_start_reclaimer();
     if (reclaimer_is_running())
         return; /* its passes are not to be taken from it */
-    if (page_boost_deficit(NULL) && due(&last_pass_ms, BOOST_PASS_MS)) {
+    size_t deficit = page_boost_deficit(NULL);
+    if (!deficit)
+        pass_reset();
+    else if (pass_due(deficit)) {
         drain_all(DRAIN_BOOST, 0); /* exited threads' heaps, parked runs */
         stat_add_shared(STAT_boost_runs, 1);
     }
