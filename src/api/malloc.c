@@ -80,7 +80,7 @@ static sl_noinline void *alloc_prof(size_t n, size_t align, bool zero);
  * sl_small_limit is 0). */
 sl_noinline void *alloc_large(size_t n)
 {
-    if (n <= sl_small_limit)
+    if (likely(n <= sl_small_limit)) /* laid out first: when it is true, it is on every malloc */
         return heap_alloc_small_prof(n);
     if (unlikely(prof_on))
         return alloc_prof(n, 0, false);
