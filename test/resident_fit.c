@@ -5,13 +5,12 @@
  *
  * SLUICE_DIRTY_DECAY_MS=0 (the test's environment): a freed run is advised
  * as it is freed (MADV_FREE: lazy, still resident) and goes straight back
- * to the buddy lists, parked in no cache. Runs of 10 pages fill a
- * pageblock, each in an aligned chunk of 16 (its last 6 pages free and
- * clean). Two of them are freed, the lower first: each leaves a free
- * chunk of 16 pages, 10 of them lazy. The buddy alone hands out the chunk
- * freed last (its list is LIFO); resident pages first takes the lowest
- * lazy stretch of 10 in the block, the run freed first. The lazy decay is
- * a minute, so the pages stay lazy meanwhile. */
+ * to the buddy lists, parked in no cache. Runs of 16 pages (aligned
+ * chunks of 16) fill most of a pageblock; two neighbours that are not
+ * buddies are freed: 32 lazy pages in a row, but no free chunk of 32.
+ * A run of 20 pages: the buddy alone takes a clean chunk of 32 from the
+ * block's untouched end; resident pages first take the lazy stretch. The
+ * lazy decay is a minute, so the pages stay lazy meanwhile. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,7 +19,7 @@
 #include "sluice.h"
 #include "t.h"
 
-enum { N = 24, RUN = 10 * 4096 };
+enum { N = 24, RUN = 16 * 4096, BIG = 20 * 4096 };
 
 int main(void)
 {
@@ -30,16 +29,22 @@ int main(void)
         CHECK(r[i] != NULL);
         memset(r[i], 1, RUN);
     }
-    int k = 4, m = 8; /* in one pageblock, neither the other's buddy */
+    /* two neighbours in one pageblock, the lower one an odd chunk (so the
+     * upper one is not its buddy) */
     uintptr_t blk = ~(uintptr_t)(2u << 20) + 1;
-    CHECK(((uintptr_t)r[k] & blk) == ((uintptr_t)r[m] & blk));
-    CHECK(r[k] < r[m] && r[m] - r[k] > 16 * 4096);
+    int k = -1;
+    for (int i = 0; i + 1 < N && k < 0; i++)
+        if (r[i + 1] == r[i] + RUN && ((uintptr_t)r[i] / RUN) % 2 == 1 &&
+            ((uintptr_t)r[i] & blk) == ((uintptr_t)r[i + 1] & blk))
+            k = i;
+    CHECK(k >= 0);
     char *low = r[k];
     free(r[k]);
-    free(r[m]);
-    r[k] = r[m] = NULL;
-    char *p = malloc(RUN);
-    CHECK(p == low); /* the lowest lazy stretch, not the chunk freed last */
+    free(r[k + 1]);
+    r[k] = r[k + 1] = NULL;
+    char *p = malloc(BIG);
+    CHECK(p == low); /* the lazy stretch, not a clean chunk of 32 */
+    memset(p, 2, BIG);
     free(p);
     for (int i = 0; i < N; i++)
         free(r[i]);

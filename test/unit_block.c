@@ -103,6 +103,10 @@ static void test_find_resident(struct block *b)
     CHECK_EQ(block_find_resident(b, 41), 128);
     CHECK_EQ(block_find_resident(b, 134), 128);
     CHECK_EQ(block_find_resident(b, 135), 0);
+    CHECK(block_is_resident(b, 60, 20));   /* dirty then lazy */
+    CHECK(block_is_resident(b, 128, 134)); /* across three words */
+    CHECK(!block_is_resident(b, 60, 21));  /* 80 is clean */
+    CHECK(!block_is_resident(b, 19, 2));
     block_state_take(b, 150, 1); /* an allocated page splits 128..261 */
     CHECK_EQ(block_find_resident(b, 100), 151);
     CHECK_EQ(block_find_resident(b, 112), 0);

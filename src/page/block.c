@@ -208,6 +208,16 @@ void block_state_set(struct block *b, unsigned first, unsigned n, enum page_stat
     }
 }
 
+bool block_is_resident(const struct block *b, unsigned first, unsigned n)
+{
+    for (unsigned w = first / 64; w * 64 < first + n; w++) {
+        uint64_t m = range_mask(w, first, n);
+        if (((b->dirty[w] | b->lazy[w]) & m) != m)
+            return false;
+    }
+    return true;
+}
+
 bool block_state_take(struct block *b, unsigned first, unsigned n)
 {
     bool clean = true;

@@ -265,5 +265,7 @@ unsigned block_state_next(const struct block *b, enum page_state st, unsigned at
 /* The first n free pages in a row, each dirty or lazy (resident), at
  * any alignment: their first page, or 0 if none. */
 unsigned block_find_resident(const struct block *b, unsigned n);
+/* Are free pages [first, first + n) all dirty or lazy? */
+bool block_is_resident(const struct block *b, unsigned first, unsigned n);
 
 #endif
