@@ -48,5 +48,29 @@ int main(void)
     free(p);
     for (int i = 0; i < N; i++)
         free(r[i]);
+    CHECK(sl_check() == 0);
+
+    /* runs of varied lengths replaced at random, some grown by realloc:
+     * the buddy's invariants and the page states hold throughout */
+    static char *v[256];
+    unsigned long long x = 88172645463325252ull;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int k = (int)(x % 256);
+        size_t n = 33 * 1024 + (size_t)(x >> 20) % (224 * 1024);
+        if (v[k] && (x >> 12) % 8 == 0)
+            v[k] = realloc(v[k], n);
+        else {
+            free(v[k]);
+            v[k] = malloc(n);
+        }
+        CHECK(v[k] != NULL);
+        v[k][0] = v[k][n - 1] = 1;
+        if (i % 5000 == 4999)
+            CHECK(sl_check() == 0);
+    }
+    for (int k = 0; k < 256; k++)
+        free(v[k]);
+    CHECK(sl_check() == 0);
     return t_done("resident_fit");
 }
