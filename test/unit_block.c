@@ -85,6 +85,41 @@ static void test_states(struct block *b)
     CHECK_EQ(b->ndirty + b->nlazy, 0);
 }
 
+/* block_find_resident: n free pages in a row, each dirty or lazy, at any
+ * alignment, across words and across the two states; a clean page or an
+ * allocated one (no bit) breaks a stretch. */
+static void test_find_resident(struct block *b)
+{
+    CHECK_EQ(block_find_resident(b, 1), 0); /* all clean */
+    block_state_set(b, 20, 5, PS_DIRTY);    /* 20..24 */
+    block_state_set(b, 40, 30, PS_DIRTY);   /* 40..69: across a word */
+    block_state_set(b, 70, 10, PS_LAZY);    /* 70..79: the stretch goes on lazy */
+    block_state_set(b, 128, 64, PS_LAZY);   /* a whole word */
+    block_state_set(b, 192, 70, PS_DIRTY);  /* 128..261 */
+    CHECK_EQ(block_find_resident(b, 1), 20);
+    CHECK_EQ(block_find_resident(b, 5), 20);
+    CHECK_EQ(block_find_resident(b, 6), 40);
+    CHECK_EQ(block_find_resident(b, 40), 40);
+    CHECK_EQ(block_find_resident(b, 41), 128);
+    CHECK_EQ(block_find_resident(b, 134), 128);
+    CHECK_EQ(block_find_resident(b, 135), 0);
+    CHECK(block_is_resident(b, 60, 20));   /* dirty then lazy */
+    CHECK(block_is_resident(b, 128, 134)); /* across three words */
+    CHECK(!block_is_resident(b, 60, 21));  /* 80 is clean */
+    CHECK(!block_is_resident(b, 19, 2));
+    block_state_take(b, 150, 1); /* an allocated page splits 128..261 */
+    CHECK_EQ(block_find_resident(b, 100), 151);
+    CHECK_EQ(block_find_resident(b, 112), 0);
+    /* up to the block's last page */
+    block_state_set(b, SL_BLOCK_PAGES - 3, 3, PS_DIRTY);
+    CHECK_EQ(block_find_resident(b, 3), 20);
+    block_state_take(b, BLOCK_HEADER_PAGES, 300);
+    CHECK_EQ(block_find_resident(b, 3), SL_BLOCK_PAGES - 3);
+    CHECK_EQ(block_find_resident(b, 4), 0);
+    block_state_take(b, BLOCK_HEADER_PAGES, BLOCK_USABLE_PAGES);
+    CHECK_EQ(b->ndirty + b->nlazy, 0);
+}
+
 int main(void)
 {
     void *raw = mmap(NULL, 2 * SL_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -143,5 +178,6 @@ int main(void)
         CHECK_EQ(block_pages(b)[r].owner_area[i], 0);
     block_give(b, r, 8);
     test_states(b);
+    test_find_resident(b);
     return t_done("unit_block");
 }

@@ -208,6 +208,16 @@ void block_state_set(struct block *b, unsigned first, unsigned n, enum page_stat
     }
 }
 
+bool block_is_resident(const struct block *b, unsigned first, unsigned n)
+{
+    for (unsigned w = first / 64; w * 64 < first + n; w++) {
+        uint64_t m = range_mask(w, first, n);
+        if (((b->dirty[w] | b->lazy[w]) & m) != m)
+            return false;
+    }
+    return true;
+}
+
 bool block_state_take(struct block *b, unsigned first, unsigned n)
 {
     bool clean = true;
@@ -251,4 +261,41 @@ unsigned block_state_next(const struct block *b, enum page_state st, unsigned at
         j = SL_BLOCK_PAGES;
     *first = i;
     return j - i;
+}
+
+/* The first n free pages in a row that are resident (dirty or lazy): a
+ * run of n set bits in dirty[] | lazy[], which hold free pages only.
+ * Returns its first page, or 0 if none. */
+unsigned block_find_resident(const struct block *b, unsigned n)
+{
+    unsigned start = 0, len = 0;
+    for (unsigned w = BLOCK_HEADER_PAGES / 64; w < SL_BLOCK_PAGES / 64; w++) {
+        uint64_t v = b->dirty[w] | b->lazy[w];
+        if (v == ~0ull) { /* a whole word resident: the stretch goes on */
+            if (!len)
+                start = w * 64;
+            len += 64;
+            if (len >= n)
+                return start;
+            continue;
+        }
+        for (unsigned i = 0; i < 64;) {
+            uint64_t rest = v >> i;
+            if (!(rest & 1)) { /* a gap: the stretch ends, skip to the next set bit */
+                len = 0;
+                if (!rest)
+                    break;
+                i += (unsigned)__builtin_ctzll(rest);
+                continue;
+            }
+            unsigned ones = rest == ~0ull >> i ? 64 - i : (unsigned)__builtin_ctzll(~rest);
+            if (!len)
+                start = w * 64 + i;
+            len += ones;
+            if (len >= n)
+                return start;
+            i += ones;
+        }
+    }
+    return 0;
 }

@@ -262,5 +262,10 @@ bool block_state_take(struct block *b, unsigned first, unsigned n);
 /* The first maximal run of pages in state st (PS_DIRTY or PS_LAZY) at or
  * after page at: its length (0 if none), its first page in *first. */
 unsigned block_state_next(const struct block *b, enum page_state st, unsigned at, unsigned *first);
+/* The first n free pages in a row, each dirty or lazy (resident), at
+ * any alignment: their first page, or 0 if none. */
+unsigned block_find_resident(const struct block *b, unsigned n);
+/* Are free pages [first, first + n) all dirty or lazy? */
+bool block_is_resident(const struct block *b, unsigned first, unsigned n);
 
 #endif

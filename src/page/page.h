@@ -8,6 +8,9 @@
  * by how many pages they have free; wholly free blocks sit on their own list
  * (type PB_FREE). Allocation order for type t (the fallback table in page.c):
  *   0. a medium run: one parked in the shared run cache
+ *   0b. a run of at most 64 pages that needs no alignment, when the
+ *      buddy's chunk (step 1) is not resident: n dirty or lazy free pages
+ *      in a row in one of t's blocks (page.c: resident_fit)
  *   1. t's own blocks, fullest bucket first (sparse blocks drain); then
  *      the parked runs, oldest first, back to the buddy lists until one
  *      merges into a chunk that fits
