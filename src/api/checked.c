@@ -43,6 +43,7 @@
 #include "../os/os.h"
 #include "../prof/prof.h"
 #include "../slab/heap.h"
+#include "../slab/heap_run.h"
 #include "sluice.h"
 
 #define FRONT              32 /* pad + header before the user pointer */

@@ -31,6 +31,7 @@
 #include "../huge/huge.h"
 #include "../prof/prof.h"
 #include "../slab/heap.h"
+#include "../slab/heap_run.h"
 #include "../zero/zero.h"
 #include "checked.h"
 #include "fast.h"

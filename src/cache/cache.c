@@ -42,6 +42,7 @@
 #include "../os/os.h"
 #include "../prof/prof.h"
 #include "../slab/heap.h"
+#include "../slab/heap_ids.h"
 #include "../slab/slabinfo.h"
 #include "sluice.h"
 

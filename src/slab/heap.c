@@ -22,6 +22,7 @@
 #include "../huge/huge.h"
 #include "../zero/zero.h"
 #include "heap_lists.h"
+#include "heap_run.h"
 
 struct slab slab_none;
 struct heap_ids ids_none;

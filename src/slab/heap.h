@@ -617,30 +617,8 @@ sl_inline void remote_batch_add(struct heap *h, void *p, uint32_t t)
         remote_batch_flush(h);
 }
 
-/* Pages for a run of size bytes: whole pages, and above 8 pages rounded up
- * to an eighth of their power of two (waste under 12.5%), so that freed
- * runs match later requests in the page cache's per-length stacks and the
- * same pages are used again. */
-sl_inline size_t heap_run_pages(size_t size)
-{
-    size_t n = align_up(size, SL_PAGE) >> SL_PAGE_SHIFT;
-    if (n <= 8)
-        return n;
-    size_t step = (size_t)1 << (log2_floor(n) - 3);
-    return align_up(n, step);
-}
-
-/* Medium allocations: page runs of PB_RUN blocks through the thread's page
- * cache. align is a power of two (at most 1 MiB). *clean (clean may be
- * NULL): the run is known to read as zero (calloc need not clear it). */
-void *heap_alloc_run(size_t size, size_t align, bool *clean);
 /* Usable size of a live block-backed allocation at p (validated). */
 size_t heap_usable_size(void *p);
-/* Resize a live run in place; false if it cannot (a new size of the same
- * page count is only recorded: sl_realloc does that itself). */
-bool heap_resize_run(void *p, size_t new_size);
-/* The size last asked for of the live run at p (malloc or realloc). */
-size_t heap_run_request(void *p);
 /* Free p to cache id (a user cache, or a malloc class), validating
  * everything; reports and aborts on misuse. */
 void heap_free_to_cache(unsigned id, void *p);
@@ -649,34 +627,6 @@ void heap_free_to_cache(unsigned id, void *p);
 _Noreturn void heap_wrong_cache_free(unsigned id, struct slab *s, const void *p);
 /* Report a free of p that is not a live allocation, and abort. */
 _Noreturn void heap_bad_free(const void *p, uintptr_t pm_entry, const char *op);
-
-/* User cache ids (sl_cache_create): open one for geometry g (NULL if all
- * are in use); shrink this thread's and orphaned heaps' empty slabs of it
- * (bytes released); close it, releasing every slab of it in every heap
- * (live objects released go to *live). */
-int heap_id_open(const struct slab_geom *g);
-size_t heap_id_shrink(unsigned id);
-size_t heap_id_close(unsigned id, uint64_t *live);
-/* The slots of cache id in heap h (a malloc class or a user cache). */
-sl_inline struct heap_ids *heap_ids(struct heap *h) { return atomic_load_explicit(&h->ids, memory_order_relaxed); }
-sl_inline struct slab **heap_cur(struct heap *h, unsigned id)
-{
-    return id < SL_NCLASSES ? &h->cur[id] : &heap_ids(h)->cur[id - SL_NCLASSES];
-}
-sl_inline struct slab **heap_partial(struct heap *h, unsigned id)
-{
-    return id < SL_NCLASSES ? &h->partial[id] : &heap_ids(h)->partial[id - SL_NCLASSES];
-}
-sl_inline struct slab **heap_full(struct heap *h, unsigned id) { return &heap_ids(h)->full[id - SL_NCLASSES]; }
-sl_inline uint32_t heap_key(struct heap *h, unsigned id) { return heap_ids(h)->key[id - SL_NCLASSES]; }
-
-/* Make this thread's slots for user id belong to the cache with key; false
- * (ENOMEM) if its slots for user caches could not be made. */
-bool heap_id_sync_slow(struct heap *h, unsigned id, uint32_t key);
-sl_inline bool heap_id_sync(struct heap *h, unsigned id, uint32_t key)
-{
-    return likely(heap_key(h, id) == key) || heap_id_sync_slow(h, id, key);
-}
 
 /* Thread lifecycle and process-wide operations. */
 void heap_thread_exit(struct heap *h);

@@ -6,6 +6,7 @@
 #define SL_HEAP_LISTS_H
 
 #include "heap.h"
+#include "heap_ids.h"
 
 void slab_list_push(struct slab **head, struct slab *s);
 void slab_list_unlink(struct slab **head, struct slab *s);
