@@ -13,10 +13,14 @@ if "$SLUICE" run --profile "$W/prof" --flame "$W/flame.svg" -- "$PROG" malloc >/
   cat "$W/err" | sed -n '/^heap profiles/,$p'
   ls "$W/prof" | grep -q '^heap\.[0-9]*\.prof$' && ok "the profile at exit" || bad "no heap.PID.prof: $(ls "$W/prof")"
   ls "$W/prof" | grep -q '^heap\.[0-9]*\.prof\.[0-9]*$' && ok "the new highs" || bad "no heap.PID.prof.N: $(ls "$W/prof")"
-  for when in "at the peak" "at the end"; do
+  # the peak is the last new high written (an eighth above the one before),
+  # which can fall while keep_small is still filling: keep_big's true share
+  # there is 75-84%, and each figure is a sampled estimate (about 5% each)
+  for when in "at the peak:90" "at the end:85"; do
+    high=${when#*:} when=${when%:*}
     line=$(grep -A1 "live memory $when" "$W/err" | tail -1)
     share=$(echo "$line" | awk '{print $3}' | tr -d %)
-    if echo "$line" | grep -q "keep_big" && [ "$share" -ge 65 ] && [ "$share" -le 85 ]; then
+    if echo "$line" | grep -q "keep_big" && [ "$share" -ge 65 ] && [ "$share" -le "$high" ]; then
       ok "$when: keep_big first, $share%"
     else
       bad "$when: $line"

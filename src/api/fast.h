@@ -17,6 +17,9 @@
 
 #include "../slab/heap.h"
 
+#define MEDIUM_MAX       HUGE_MIN /* above this, a huge mapping of its own */
+#define MEDIUM_MAX_ALIGN HUGE_MIN
+
 /* malloc's inline path's limit (above); set once, in the constructor. */
 extern size_t alloc_fast_limit sl_hidden;
 /* malloc above alloc_fast_limit (malloc.c). */
@@ -24,6 +27,13 @@ void *alloc_large(size_t n);
 /* The usable size an allocation of n bytes aligned to align (0: malloc's)
  * gets, without making it; 0 if none can be that large (malloc.c). */
 size_t alloc_usable_for(size_t n, size_t align);
+/* Any allocation as it is made without profiling (align 0 or a power of
+ * two; zero: cleared) (malloc.c). */
+void *alloc_unsampled(size_t n, size_t align, bool zero);
+/* Checked mode: is p (pagemap entry e) one of checked.c's pointers? */
+bool checked_ptr(const void *p, uintptr_t e);
+/* Usable size of a live allocation; aborts (naming op) on a bad pointer. */
+size_t usable_checked(const void *p, const char *op);
 /* A sampled block of n bytes (malloc.c): one whose free finds its sample
  * (a page run, a huge mapping, a checked block), recorded as sampled on
  * counted bytes (prof_record). */
