@@ -164,15 +164,18 @@ static void scenario_decay(void)
               (64u << 20));
     CHECK(T_WAIT(decayed(), LONG_MS)); /* decays of 100 and 300 ms, ticks of 25 ms */
     check_near_live(live, "after the decay", LONG_MS);
-    /* free pages inside dense hugepage blocks stay (page/hugify.c) */
+    /* free pages inside dense hugepage blocks stay (page/hugify.c); a block
+     * that turns sparse meanwhile gives its free pages to the decay again,
+     * dirty then lazy for a while (seen under ThreadSanitizer's slow
+     * clock: 2.7 MiB lazy after decayed() had held): decayed again */
+    CHECK(T_WAIT(decayed(), LONG_MS));
     CHECK_EQ(sl_stat("dirty_bytes") - sl_stat("dirty_thp_bytes"), 0);
     CHECK(sl_stat("reclaimer_runs") > 0); /* the reclaimer thread did it */
     if (dontneed)
         CHECK_EQ(sl_stat("madv_free_calls"), 0);
     else
         CHECK(sl_stat("madv_free_calls") > 0);
-    CHECK(sl_stat("madv_dontneed_calls") > 0); /* lazy turned clean */
-    CHECK_EQ(sl_stat("lazy_bytes"), 0);
+    CHECK(sl_stat("madv_dontneed_calls") > 0); /* lazy turned clean (decayed(): none left lazy) */
 }
 
 /* Long decays: nothing happens by itself, sl_purge releases at once. */
