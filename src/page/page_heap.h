@@ -104,6 +104,10 @@ void set_type(struct block *b, enum pb_type type);
  * low watermark; wake it (or the owners). */
 void boost_event(void);
 void wmark_check(void);
+/* page.c, for place.c (lock held): map a new block of `type` with a free
+ * chunk of `order` (NULL if refused); would one more block pass the budget? */
+struct block *block_new(enum pb_type type, unsigned order);
+bool over_budget(void);
 void boost_wake(void);
 
 /* The first block of type with a free chunk of order at least order. */
