@@ -80,8 +80,12 @@ static void emptied(void)
     static void *other[256];
     for (int i = 0; i < 256; i++)
         other[i] = sl_malloc(3000);
-    /* sluice's own view: the pages in use back to about where they were */
-    CHECK(T_WAIT(sl_stat("active_bytes") <= active0 + (active - active0) / 8 + (1u << 20), 20000));
+    /* sluice's own view: the pages in use back to about where they were;
+     * sl_check all the while, back to back, while the reclaimer takes the
+     * slabs and gives them to the page layer (it must never see one in
+     * between: slab/notify.c) */
+    CHECK(T_WAIT_EVERY(sl_check() == 0 && sl_stat("active_bytes") <= active0 + (active - active0) / 8 + (1u << 20),
+                       20000, 0));
     CHECK(sl_stat("slab_taken_idle") > taken0);
     if (!sanitized()) /* the kernel's view; a sanitizer's own memory would swamp it */
         CHECK(T_WAIT(proc_held() <= base + (full - base) / 4, 20000));

@@ -1898,6 +1898,12 @@ static void pause_and_check(struct worker *mw, int nslots)
             ok = 0;
             break;
         }
+    /* a worker that has left the count may still be in its exit (sluice's
+     * thread-exit flush runs after worker_exit): joined before the check,
+     * which needs every other thread quiet; the main loop respawns it */
+    for (int s = 0; ok && s < nslots; s++)
+        if (workers[s].done && !workers[s].joined)
+            join(s);
     if (ok) {
         check_all(mw, nslots);
         npauses++;
@@ -2056,12 +2062,13 @@ int main(int argc, char **argv)
             pthread_cond_timedwait(&main_cond, &ctl, &dl);
         int done[MAX_WORKERS], nd = 0;
         for (int i = 0; i < nthreads; i++)
-            if (workers[i].done && !workers[i].joined)
+            if (workers[i].done) /* joined already if a check came first */
                 done[nd++] = i;
         ndone = 0;
         pthread_mutex_unlock(&ctl);
         for (int k = 0; k < nd; k++)
-            join(done[k]);
+            if (!workers[done[k]].joined)
+                join(done[k]);
         if (t_now_ms() + 50 < t_end) {
             pthread_mutex_lock(&ctl);
             for (int k = 0; k < nd; k++)

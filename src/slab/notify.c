@@ -24,9 +24,12 @@
  * back; this file writes nothing into those.
  *
  * Runs under heaps_lock (which fork takes, so no fork sees a stack taken
- * and not given back, and orphans are the lock holder's); the slabs are
- * freed to the page layer after it is released. Fork orphans are left to
- * their adoption (their slabs may need repair first).
+ * and not given back, and orphans are the lock holder's), and frees the
+ * slabs it keeps to the page layer before releasing it (heaps_lock ->
+ * page heap lock, as orphan_adopt): a slab with no owner that is neither
+ * parked nor free exists only under the lock, where sl_check (which
+ * takes it) cannot see one. Fork orphans are left to their adoption
+ * (their slabs may need repair first).
  */
 #include "heap_lists.h"
 
@@ -75,12 +78,12 @@ size_t heaps_take_emptied(uint64_t now, uint64_t tick_ms)
         for (unsigned c = 0; c < SL_NCLASSES; c++)
             if (decay_owner_idle(&h->notify_watch[c], waits(h, c), ld_relaxed(&h->notify_gen[c]), now, tick_ms))
                 take_emptied(h, c, &taken, &pages);
-    heaps_unlock_for_check();
     for (struct slab *s = taken, *next; s; s = next, slabs++) {
         next = s->next;
         s->next = NULL;
         page_free(NULL, slab_base(s));
     }
+    heaps_unlock_for_check();
     if (slabs) {
         stat_add_shared(STAT_slab_release, slabs);
         stat_add_shared(STAT_slab_taken_idle, slabs);
