@@ -4,9 +4,17 @@
  * CFA rbp-based), a 64 KiB frame, in a thread
  * (to the thread's outermost frame), at a depth limit, and from a signal
  * handler, through the signal frame into the interrupted code; and that
- * the second walk of a stack finds every rule in its cache. */
+ * the second walk of a stack finds every rule in its cache; and that
+ * walking through libc's frames (a qsort comparator's stack) leaves no
+ * page of libc's unwind tables mapped that was not before: they are read
+ * from the file (under SLUICE_FAULT=open:every=1, where no file opens,
+ * through the mapping: the walks must still agree). */
 #define _GNU_SOURCE
 #include <execinfo.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -91,8 +99,85 @@ static void on_signal(int sig)
     compare("signal handler", DEPTH);
 }
 
+/* ---- libc's unwind tables stay out of the resident set ---- */
+
+struct range {
+    uintptr_t lo, hi;
+};
+
+/* libc's .eh_frame_hdr to the end of the segment that holds it (.eh_frame
+ * follows the header there) */
+static int libc_tables(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct range *r = arg;
+    if (!info->dlpi_name || !strstr(info->dlpi_name, "libc.so"))
+        return 0;
+    uintptr_t hdr = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+            hdr = info->dlpi_phdr[i].p_vaddr;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (hdr && ph->p_type == PT_LOAD && hdr >= ph->p_vaddr && hdr < ph->p_vaddr + ph->p_memsz) {
+            r->lo = (info->dlpi_addr + hdr) & ~(uintptr_t)4095;
+            r->hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        }
+    }
+    return 1;
+}
+
+/* pages of [lo, hi) mapped in this process (/proc/self/pagemap's present bit) */
+static long mapped_pages(struct range r)
+{
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    long n = 0;
+    for (uintptr_t a = r.lo; a < r.hi; a += 4096) {
+        uint64_t e = 0;
+        if (pread(fd, &e, 8, (off_t)(a / 4096 * 8)) == 8 && (e >> 63))
+            n++;
+    }
+    close(fd);
+    return n;
+}
+
+static int walked;
+static uintptr_t walk[DEPTH];
+static int by_walk(const void *a, const void *b)
+{
+    if (!walked)
+        walked = prof_unwind(walk, DEPTH);
+    return *(const int *)a - *(const int *)b;
+}
+
+static void tables_stay_out(void)
+{
+    struct range r = { 0, 0 };
+    dl_iterate_phdr(libc_tables, &r);
+    const char *fault = getenv("SLUICE_FAULT");
+    if (!r.lo || (fault && strstr(fault, "open"))) {
+        printf("unit_unwind: %s: libc's tables not checked\n", r.lo ? "no file opens" : "no libc found");
+        return;
+    }
+    long before = mapped_pages(r);
+    int v[64];
+    for (int i = 0; i < 64; i++)
+        v[i] = (i * 37) % 64;
+    qsort(v, 64, sizeof v[0], by_walk);
+    long after = mapped_pages(r);
+    CHECK_MSG(walked > 3, "a walk from qsort's comparator found %d frames", walked);
+    CHECK_MSG(before >= 0 && after == before, "libc's unwind tables: %ld pages mapped before the walk, %ld after",
+              before, after);
+    printf("unit_unwind: %d frames through qsort; libc's unwind tables: %ld of %lu pages mapped before and after\n",
+           walked, after, (unsigned long)((r.hi - r.lo) / 4096));
+}
+
 int main(void)
 {
+    prof_unwind_init();
+    tables_stay_out(); /* first: backtrace() below reads libc's tables through the mapping */
     void *warm[4];
     backtrace(warm, 4); /* loads libgcc_s */
     prof_unwind_init();

@@ -259,6 +259,52 @@ void os_close(int fd)
     errno = saved;
 }
 
+#ifdef __x86_64__
+static long raw_syscall(long nr, long a, long b, long c, long d)
+{
+    long ret;
+    register long r10 __asm__("r10") = d;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+    return ret; /* -errno on failure */
+}
+#else
+static long raw_syscall(long nr, long a, long b, long c, long d)
+{
+    int saved = errno;
+    long ret = syscall(nr, a, b, c, d);
+    if (ret < 0)
+        ret = -errno;
+    errno = saved;
+    return ret;
+}
+#endif
+
+int os_file_open(const char *path)
+{
+    if (config_fault && fault_hit(FAULT_OPEN))
+        return -1;
+    long fd = raw_syscall(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
+    return fd < 0 ? -1 : (int)fd;
+}
+
+long os_file_pread(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        long r = raw_syscall(SYS_pread64, fd, (long)((char *)buf + got), (long)(n - got), (long)(off + got));
+        if (r == -EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (long)got;
+}
+
+void os_file_close(int fd) { raw_syscall(SYS_close, fd, 0, 0, 0); }
+
 long os_read_file(const char *path, char *buf, size_t cap)
 {
     int saved = errno;

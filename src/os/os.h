@@ -48,6 +48,16 @@ long os_read_file(const char *path, char *buf, size_t cap);
 int os_open_high(const char *path);
 long os_pread_file(int fd, char *buf, size_t cap);
 void os_close(int fd);
+/* A file read in pieces at offsets, by code that must stay out of libc
+ * (the profiler's unwinder reads unwind tables this way: a libc function
+ * it has not run yet would fault a page of libc's code in, and the
+ * kernel maps 64 KiB around each such fault). Raw system calls on
+ * x86-64; errno untouched everywhere. os_file_open: read-only,
+ * close-on-exec, -1 on failure; os_file_pread: the bytes read (short
+ * only at the file's end), -1 on failure. */
+int os_file_open(const char *path);
+long os_file_pread(int fd, void *buf, size_t n, uint64_t off);
+void os_file_close(int fd);
 /* A file read as a stream (smaps): open read-only, read up to cap bytes
  * (the count, 0 at the end, -1 on error). */
 int os_open_read(const char *path);

@@ -5,12 +5,26 @@
  * FDE's instructions run up to the pc. A rule beyond it (a CFA from
  * another register or an expression, as in stack-realigning prologues; a
  * 64-bit .eh_frame; a pointer encoding it does not read; code without
- * tables) is refused: never a wrong rule.
+ * tables; an entry longer than the buffer it is read into) is refused:
+ * never a wrong rule.
+ *
+ * The tables are read from the module's file (pread, os_file_*), not
+ * through its mapping: a read through the mapping faults the page in,
+ * and the kernel maps up to 64 KiB of the file around each fault, all of
+ * it then counted in the program's resident set (128 KiB of libc's
+ * .eh_frame for a small program's first stacks). The file is used only
+ * if its first bytes (ELF header, program headers) read as the mapping's
+ * do; otherwise (a file replaced since it was loaded, the vDSO, a file
+ * that cannot be opened) the mapping is read.
  */
 #define _GNU_SOURCE
 #include "cfi.h"
 
+#include <elf.h>
+#include <link.h>
 #include <string.h>
+
+#include "../os/os.h"
 
 #ifdef CFI_READER
 
@@ -20,7 +34,9 @@ static int (*find_object)(void *, struct dl_find_object *);
 
 struct cursor {
     const uint8_t *p, *end;
+    uintptr_t shift; /* the module's address of p is p + shift (read into a buffer) */
     bool bad;
+    bool cut;        /* end is the buffer's, not the entry's: running off it is beyond us */
 };
 
 static uint64_t fixed(struct cursor *c, unsigned n)
@@ -82,7 +98,7 @@ static bool encoded(struct cursor *c, uint8_t enc, uintptr_t datarel, uintptr_t 
         *out = 0;
         return true;
     }
-    uintptr_t at = (uintptr_t)c->p;
+    uintptr_t at = (uintptr_t)c->p + c->shift;
     uint64_t v;
     switch (enc & 0x0f) {
     case 0x00: v = fixed(c, 8); break;
@@ -110,28 +126,111 @@ static bool encoded(struct cursor *c, uint8_t enc, uintptr_t datarel, uintptr_t 
     return !c->bad;
 }
 
-/* The FDE covering pc in the module whose .eh_frame_hdr is at hdr:
- * its start; NULL if none (or the table is not the sorted kind). */
-static const uint8_t *fde_find(const uint8_t *hdr, uintptr_t pc)
+/* ---- the module's bytes (see the top) ---- */
+
+#define FDE_BYTES  1024 /* an FDE's bytes read at most; also the file's first bytes compared */
+#define CIE_BYTES  256
+
+struct module {
+    int fd;                   /* -1: read the mapping */
+    uintptr_t bias;           /* the load address (l_addr) */
+    const ElfW(Phdr) *ph;     /* the program headers, in the mapping's first page */
+    unsigned phnum;
+};
+
+/* n bytes at the module's address a into buf; the count read (short at
+ * the end of a segment's file bytes), 0 if none. */
+static size_t mod_read(const struct module *m, uintptr_t a, void *buf, size_t n)
 {
-    struct cursor c = { hdr + 4, hdr + 4 + 16, false };
+    if (m->fd < 0) {
+        memcpy(buf, (const void *)a, n);
+        return n;
+    }
+    uintptr_t v = a - m->bias;
+    for (unsigned i = 0; i < m->phnum; i++) {
+        const ElfW(Phdr) *ph = &m->ph[i];
+        if (ph->p_type != PT_LOAD || v < ph->p_vaddr || v - ph->p_vaddr >= ph->p_filesz)
+            continue;
+        uint64_t left = ph->p_filesz - (v - ph->p_vaddr);
+        long got = os_file_pread(m->fd, buf, n < left ? n : (size_t)left, ph->p_offset + (v - ph->p_vaddr));
+        return got > 0 ? (size_t)got : 0;
+    }
+    return 0;
+}
+
+/* The module of fo: its file if that reads as its mapping (buf: room for
+ * FDE_BYTES), else its mapping. */
+static void mod_open(const struct dl_find_object *fo, struct module *m, uint8_t *buf)
+{
+    const ElfW(Ehdr) *eh = fo->dlfo_map_start;
+    *m = (struct module){ .fd = -1 };
+    const char *name = fo->dlfo_link_map ? fo->dlfo_link_map->l_name : NULL;
+    if (!name || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+        eh->e_phoff + (size_t)eh->e_phnum * sizeof(ElfW(Phdr)) > FDE_BYTES)
+        return;
+    int fd = os_file_open(name[0] ? name : "/proc/self/exe");
+    if (fd < 0)
+        return;
+    size_t head = eh->e_phoff + (size_t)eh->e_phnum * sizeof(ElfW(Phdr));
+    if (os_file_pread(fd, buf, head, 0) != (long)head || memcmp(buf, eh, head)) {
+        os_file_close(fd);
+        return;
+    }
+    m->fd = fd;
+    m->bias = fo->dlfo_link_map->l_addr;
+    m->ph = (const ElfW(Phdr) *)((const uint8_t *)eh + eh->e_phoff);
+    m->phnum = eh->e_phnum;
+}
+
+/* The entry (CIE or FDE) at the module's address at into buf, at most
+ * cap bytes of it: its length word read first, so that a read through
+ * the mapping stays inside the entry. Its full length (length word
+ * included), or 0 if it is none (a terminator, a 64-bit entry, no read). */
+static size_t entry_read(const struct module *m, uintptr_t at, uint8_t *buf, size_t cap, size_t *got)
+{
+    uint32_t len;
+    *got = 0;
+    if (mod_read(m, at, &len, 4) != 4 || len == 0 || len == 0xffffffffu)
+        return 0;
+    size_t want = (size_t)len + 4 < cap ? (size_t)len + 4 : cap;
+    *got = mod_read(m, at, buf, want);
+    return *got < want || *got < 8 ? 0 : (size_t)len + 4;
+}
+
+static void mod_close(struct module *m)
+{
+    if (m->fd >= 0)
+        os_file_close(m->fd);
+}
+
+/* The FDE covering pc in the module whose .eh_frame_hdr is at hdr:
+ * its address; 0 if none (or the table is not the sorted kind). */
+static uintptr_t fde_find(const struct module *m, uintptr_t hdr, uintptr_t pc)
+{
+    uint8_t h[4 + 16];
+    if (mod_read(m, hdr, h, sizeof h) != sizeof h)
+        return 0;
+    struct cursor c = { h + 4, h + sizeof h, hdr - (uintptr_t)h, false, false };
     uintptr_t frame, count;
-    if (hdr[0] != 1 || hdr[3] != 0x3b || !encoded(&c, hdr[1], (uintptr_t)hdr, &frame) ||
-        !encoded(&c, hdr[2], (uintptr_t)hdr, &count) || !count)
-        return NULL;
-    const int32_t *table = (const int32_t *)c.p; /* pairs: start, FDE, relative to hdr */
-    uintptr_t base = (uintptr_t)hdr;
+    if (h[0] != 1 || h[3] != 0x3b || !encoded(&c, h[1], hdr, &frame) || !encoded(&c, h[2], hdr, &count) || !count)
+        return 0;
+    uintptr_t table = (uintptr_t)c.p + c.shift; /* pairs: start, FDE, relative to hdr */
+    int32_t e[2];
     size_t lo = 0, hi = count; /* the last entry whose start is <= pc */
-    if (pc < base + (intptr_t)table[0])
-        return NULL;
+    if (mod_read(m, table, e, sizeof e) != sizeof e || pc < hdr + (intptr_t)e[0])
+        return 0;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (base + (intptr_t)table[2 * mid] <= pc)
+        if (mod_read(m, table + 8 * mid, e, sizeof e) != sizeof e)
+            return 0;
+        if (hdr + (intptr_t)e[0] <= pc)
             lo = mid;
         else
             hi = mid;
     }
-    return (const uint8_t *)(base + (intptr_t)table[2 * lo + 1]);
+    if (mod_read(m, table + 8 * lo, e, sizeof e) != sizeof e)
+        return 0;
+    return hdr + (intptr_t)e[1];
 }
 
 struct cie {
@@ -139,16 +238,18 @@ struct cie {
     int64_t data_align;
     uint8_t fde_enc;
     bool z;
-    const uint8_t *insn, *end;
+    const uint8_t *insn, *end; /* in the caller's buffer */
+    bool cut;                  /* the buffer holds only part of it */
 };
 
-static bool cie_read(const uint8_t *at, struct cie *ci)
+/* The CIE at the module's address at, read into buf (CIE_BYTES). */
+static bool cie_read(const struct module *m, uintptr_t at, uint8_t *buf, struct cie *ci)
 {
-    uint32_t len;
-    memcpy(&len, at, 4);
-    if (len == 0 || len == 0xffffffffu)
+    size_t got, whole = entry_read(m, at, buf, CIE_BYTES, &got);
+    if (!whole)
         return false;
-    struct cursor c = { at + 4, at + 4 + len, false };
+    bool cut = whole > got;
+    struct cursor c = { buf + 4, buf + got, at - (uintptr_t)buf, false, cut };
     if (fixed(&c, 4) != 0) /* a CIE's id */
         return false;
     uint8_t version = (uint8_t)fixed(&c, 1);
@@ -187,6 +288,7 @@ static bool cie_read(const uint8_t *at, struct cie *ci)
     }
     ci->insn = c.p;
     ci->end = c.end;
+    ci->cut = cut;
     return !c.bad;
 }
 
@@ -283,27 +385,27 @@ static bool run(struct cursor *c, const struct cie *ci, uintptr_t loc, uintptr_t
         if (loc > target)
             return true;
     }
-    return !c->bad;
+    return !c->bad && !c->cut; /* ran off a buffer that held part of the entry: beyond us */
 }
 
-/* The rule at pc: false if beyond us. */
-bool cfi_rule_find(uintptr_t pc, struct rule *r)
+/* The rule at pc from the module's open tables. */
+static bool rule_find(const struct module *m, const struct dl_find_object *fo, uintptr_t pc, uint8_t *buf,
+                      struct rule *r)
 {
-    struct dl_find_object fo;
-    if (!find_object || find_object((void *)pc, &fo) != 0 || !fo.dlfo_eh_frame)
+    uintptr_t fde = fde_find(m, (uintptr_t)fo->dlfo_eh_frame, pc);
+    uint8_t cbuf[CIE_BYTES];
+    size_t got, whole = fde ? entry_read(m, fde, buf, FDE_BYTES, &got) : 0;
+    uint32_t cie_off;
+    if (!whole)
         return false;
-    const uint8_t *fde = fde_find(fo.dlfo_eh_frame, pc);
-    if (!fde)
-        return false;
-    uint32_t len, cie_off;
-    memcpy(&len, fde, 4);
-    memcpy(&cie_off, fde + 4, 4);
-    if (len == 0 || len == 0xffffffffu || !cie_off)
+    memcpy(&cie_off, buf + 4, 4);
+    if (!cie_off)
         return false;
     struct cie ci;
-    if (!cie_read(fde + 4 - cie_off, &ci))
+    if (!cie_read(m, fde + 4 - cie_off, cbuf, &ci))
         return false;
-    struct cursor c = { fde + 8, fde + 4 + len, false };
+    bool cut = whole > got;
+    struct cursor c = { buf + 8, buf + got, fde - (uintptr_t)buf, false, cut };
     uintptr_t begin, range;
     if (!encoded(&c, ci.fde_enc, 0, &begin) || !encoded(&c, ci.fde_enc & 0x0f, 0, &range))
         return false;
@@ -312,12 +414,26 @@ bool cfi_rule_find(uintptr_t pc, struct rule *r)
     if (ci.z)
         skip(&c, uleb(&c));
     *r = (struct rule){ .cfa_reg = REG_SP, .bp = { SAME, 0 }, .ra = { SAME, 0 } };
-    struct cursor cc = { ci.insn, ci.end, false };
+    struct cursor cc = { ci.insn, ci.end, 0, false, ci.cut };
     if (!run(&cc, &ci, begin, pc, r, r))
         return false;
     struct rule init = *r;
     return run(&c, &ci, begin, pc, r, &init) && !r->cfa_bad && (r->cfa_reg == REG_SP || r->cfa_reg == REG_BP) &&
            r->bp.how != BAD && r->bp.how != UNDEF && (r->ra.how == UNDEF || (r->ra.how == AT && r->ra.off == -8));
+}
+
+/* The rule at pc: false if beyond us. */
+bool cfi_rule_find(uintptr_t pc, struct rule *r)
+{
+    struct dl_find_object fo;
+    if (!find_object || find_object((void *)pc, &fo) != 0 || !fo.dlfo_eh_frame)
+        return false;
+    struct module m;
+    uint8_t buf[FDE_BYTES]; /* the file's first bytes, then the FDE */
+    mod_open(&fo, &m, buf);
+    bool ok = rule_find(&m, &fo, pc, buf, r);
+    mod_close(&m);
+    return ok;
 }
 
 /* Weak: a glibc without it leaves it null (and this unwinder off).
