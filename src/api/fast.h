@@ -7,10 +7,10 @@
  *
  * Size dispatch: n <= alloc_fast_limit, a slab object (slab/heap.h);
  * above, alloc_large. alloc_fast_limit is SL_SMALL_MAX, or 0 in checked
- * mode (checked.h) and while profiling (prof/prof.h: alloc_large then
- * counts each small malloc down its class's sample countdown): the same
- * one compare in every mode. malloc(0) takes the small path but while
- * profiling, and its class (SL_CLASS_ZERO) sends it to a zone slot.
+ * mode (checked.h): the same one compare in every mode. Profiling keeps
+ * the small path inline: its count of the class is the class's sample
+ * countdown (heap_alloc_small). malloc(0) takes the small path, and its
+ * class (SL_CLASS_ZERO) sends it to a zone slot.
  */
 #ifndef SL_API_FAST_H
 #define SL_API_FAST_H

@@ -130,8 +130,8 @@ __attribute__((constructor)) static void sluice_init(void)
     prof_init();
     if (prof_on) /* the heaps made before this: the main thread's */
         heaps_sample_arm();
-    /* malloc's inline path: none in checked mode, none while profiling */
-    alloc_fast_limit = prof_on ? 0 : sl_small_limit;
+    /* malloc's inline path: none in checked mode (sl_small_limit 0) */
+    alloc_fast_limit = sl_small_limit;
     reclaimer_init();
     fork_locks_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);

@@ -5,10 +5,10 @@
  *                                0: a zero-size slot (zero.h), no access works
  *                  n <= 1 MiB    medium: a page run
  *                  larger        huge: its own mapping
- * Profiling (prof/prof.h): every allocation comes out of line, through
- * alloc_large or alloc_prof. A small malloc or calloc is counted down its
- * class's countdown (slab/heap.h: heap_alloc_small_prof), and sampled
- * there; every other allocation is counted by alloc_prof, which counts its bytes
+ * Profiling (prof/prof.h): a small malloc or calloc stays on the inline
+ * path, whose count of its class is also the class's sample countdown
+ * (slab/heap.h: heap_alloc_small), and is sampled there; every other
+ * allocation comes out of line to alloc_prof, which counts its bytes
  * and serves it as before (alloc_unsampled) or, sampled, from a block
  * whose free looks the sample up (alloc_sampled): a page run marked
  * run.sampled (even for a small request: a slab object's free checks no
@@ -70,15 +70,13 @@ static sl_noinline void *alloc_prof(size_t n, size_t align, bool zero);
 
 /* malloc above alloc_fast_limit: a medium run straight from the thread's
  * page cache (no zeroing, no alignment, so no frame to keep), the rest
- * through alloc_large_slow; or, profiling, every allocation: a small one
- * here, inline, counted down its class's countdown (heap.h), the rest
- * through the sampler. Only while profiling does a small request come
- * here (alloc_fast_limit is then 0), and malloc(0) in checked mode (where
- * sl_small_limit is 0). */
+ * through alloc_large_slow; or, profiling, through the sampler. A small
+ * request comes here only in checked mode: malloc(0), a zero-size slot
+ * (sl_small_limit is 0 there). */
 sl_noinline void *alloc_large(size_t n)
 {
-    if (likely(n <= sl_small_limit)) /* laid out first: when it is true, it is on every malloc */
-        return heap_alloc_small_prof(n);
+    if (unlikely(n <= sl_small_limit))
+        return heap_alloc_small(n);
     if (unlikely(prof_on))
         return alloc_prof(n, 0, false);
     if (likely(n <= MEDIUM_MAX && !sl_checked))
@@ -103,12 +101,13 @@ static unsigned aligned_class(size_t n, size_t align)
 }
 
 /* Any allocation as it is made without profiling (align 0 or a power of
- * two; zero: cleared). */
+ * two; zero: cleared), for one the sampler has counted (small objects:
+ * quiet, not counted down their class's countdown again). */
 void *alloc_unsampled(size_t n, size_t align, bool zero)
 {
     void *p;
     if (align <= SL_GRAIN && n <= sl_small_limit) { /* 0 in checked mode: malloc(0) alone */
-        p = heap_alloc_small(n);
+        p = heap_alloc_small_quiet(n);
         if (p && zero)
             memset(p, 0, n);
         return p;
@@ -116,7 +115,7 @@ void *alloc_unsampled(size_t n, size_t align, bool zero)
     if (align > SL_GRAIN && align <= SL_PAGE && sl_small_limit && n <= sl_small_limit) {
         unsigned c = aligned_class(n, align);
         if (c < SL_NCLASSES) {
-            p = heap_alloc_small(class_size[c]);
+            p = heap_alloc_small_quiet(class_size[c]);
             if (p && zero)
                 memset(p, 0, n);
             return p;
@@ -151,7 +150,7 @@ void *alloc_sampled(size_t n, size_t align, bool zero, size_t counted)
 static sl_noinline void *alloc_prof(size_t n, size_t align, bool zero)
 {
     if (align <= SL_GRAIN && n <= sl_small_limit) { /* its class's countdown */
-        void *p = heap_alloc_small_prof(n);
+        void *p = heap_alloc_small(n);
         if (p && zero)
             memset(p, 0, n);
         return p;
@@ -196,8 +195,8 @@ void *malloc_block_raw(size_t n, size_t align)
 {
     if (align <= SL_PAGE) {
         unsigned c = aligned_class(n, align < SL_GRAIN ? SL_GRAIN : align);
-        if (c < SL_NCLASSES)
-            return heap_alloc_small(class_size[c]);
+        if (c < SL_NCLASSES) /* checked mode's block: counted by the sampler already */
+            return heap_alloc_small_quiet(class_size[c]);
     }
     return heap_alloc_run(n, align, NULL);
 }

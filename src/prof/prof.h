@@ -3,13 +3,14 @@
  *
  * Off unless SLUICE_PROF (a profile at exit), SLUICE_LEAKS or SLUICE_CHECK
  * (a leak report at exit) asks for it; the choice is made once, in the
- * library's constructor (prof_init). Off, nothing of this runs: the malloc
- * fast path's size compare against alloc_fast_limit (api/fast.h), which
- * is 0 while profiling, is what diverts every allocation here, so the
- * malloc+free pair has the same instructions with profiling compiled in.
+ * library's constructor (prof_init). Off, nothing of this runs: a small
+ * malloc's count of its class (slab/heap.h, struct heap: mag_pops and
+ * slab_pops), which it keeps anyway, never reaches 0, and every other
+ * allocation tests prof_on on its way out of line.
  *
- * On: a small malloc counts down its class's countdown, in mallocs
- * (prof_class_tick draws it); every other allocation counts its bytes
+ * On: a small malloc's count is biased to reach 0 at its class's next
+ * sample point, in mallocs (prof_class_tick draws it), and stays inline
+ * until it does; every other allocation counts its bytes
  * down a per-thread countdown (prof_tick). Both are the same Poisson
  * process over bytes (sample.h). One that reaches a sample point is *sampled*:
  * the api layer gives it memory whose free path checks a mark (a small

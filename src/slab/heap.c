@@ -312,10 +312,12 @@ static sl_noinline void *zero_alloc_slow(void)
     return p;
 }
 
-void *heap_alloc_small_slow(struct heap *h, unsigned cls)
+void *heap_alloc_small_slow(size_t n, bool quiet)
 {
+    struct heap *h = tls_heap;
+    unsigned cls = size_class_small(n);
     if (unlikely(cls == SL_CLASS_ZERO))
-        return zero_alloc_slow();
+        return zero_alloc_slow(); /* a zero-size slot: no bytes, not sampled */
     if (h == &heap_empty) {
         DRAIN_RETRY(h, heap_get_slow());
         if (!h)
@@ -332,15 +334,39 @@ void *heap_alloc_small_slow(struct heap *h, unsigned cls)
     void **top = h->mag_top[cls];
     void *p = *top;
     if (p) { /* remote frees collected into the magazine */
+        if (quiet)
+            count_add(&h->mag_adj[cls], 1); /* out of the magazine, not by a counted pop (heap.h) */
+        else if (unlikely(heap_pop_tick(h, mag_pops, cls)))
+            return heap_alloc_sampled_slow(n);
         mag_set(h, cls, top + 1);
-        *mag_cookie(p) = 0;
-        count_add(&h->mag_pops[cls], 1); /* a pop, as on the fast path */
     } else {
         p = s->free;
+        if (!quiet && unlikely(heap_pop_tick(h, slab_pops, cls)))
+            return heap_alloc_sampled_slow(n);
         slab_pop_owned(s, p, (void **)p);
-        *mag_cookie(p) = 0;
-        count_add(&h->counts.alloc[cls], 1);
     }
+    if (quiet)
+        count_add(&h->counts.alloc[cls], 1);
+    *mag_cookie(p) = 0;
+    return p;
+}
+
+void *heap_alloc_small_quiet(size_t n)
+{
+    struct heap *h = tls_heap;
+    size_t cls = size_class_small(n);
+    void *p = h->mag_first[cls];
+    if (p) {
+        mag_set(h, cls, h->mag_top[cls] + 1);
+        count_add(&h->mag_adj[cls], 1);
+    } else {
+        struct slab *s = h->cur[cls];
+        if (!(p = s->free))
+            return heap_alloc_small_slow(n, true);
+        slab_pop_owned(s, p, (void **)p);
+    }
+    count_add(&h->counts.alloc[cls], 1);
+    *mag_cookie(p) = 0;
     return p;
 }
 
@@ -376,26 +402,76 @@ void *heap_alloc_run(size_t size, size_t align, bool *clean)
     return r;
 }
 
+/* Rebias h's count k of class cls (0 mag_pops, 1 slab_pops) so that the
+ * add `left` from now makes 0 (left 0: never, the bias cleared), taking
+ * `less` mallocs out of what it has counted. The owner; pops_seq odd
+ * meanwhile (heap_pops). */
+static void pops_rebias(struct heap *h, unsigned k, unsigned cls, uint64_t left, uint64_t less)
+{
+    _Atomic uint64_t *count = k ? &h->slab_pops[cls] : &h->mag_pops[cls];
+    uint64_t real = ld_relaxed(count) - ld_relaxed(&h->pops_bias[k][cls]) - less;
+    uint64_t at = left ? -left : real; /* left adds to 0; or the count itself, bias 0 */
+    h->pops_next.count = at;
+    h->pops_next.bias = at - real;
+    h->pops_next.k = k;
+    h->pops_next.cls = cls;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint32_t seq = ld_relaxed(&h->pops_seq);
+    st_relaxed(&h->pops_seq, seq + 1);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    st_relaxed(count, at);
+    st_relaxed(&h->pops_bias[k][cls], at - real);
+    __atomic_store_n(&h->pops_seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+void heap_pops_settle(struct heap *h)
+{
+    uint32_t seq = ld_relaxed(&h->pops_seq);
+    if (!(seq & 1))
+        return;
+    unsigned k = h->pops_next.k, cls = h->pops_next.cls;
+    st_relaxed(k ? &h->slab_pops[cls] : &h->mag_pops[cls], h->pops_next.count);
+    st_relaxed(&h->pops_bias[k][cls], h->pops_next.bias);
+    st_relaxed(&h->pops_seq, seq + 1);
+}
+
+void heap_sample_arm(struct heap *h)
+{
+    for (unsigned c = 0; c < SL_NCLASSES; c++)
+        for (unsigned k = 0; k < 2; k++)
+            pops_rebias(h, k, c, 1, 0);
+}
+
 void *heap_alloc_sampled_slow(size_t n)
 {
     struct heap *h = tls_heap;
     unsigned cls = size_class_small(n);
-    uint64_t *armed = &h->sample_armed[cls / 64], bit = (uint64_t)1 << (cls % 64), left;
+    unsigned k = ld_relaxed(&h->mag_pops[cls]) != 0; /* the count at 0 (the other one is not) */
+    uint64_t *armed = &h->sample_armed[k][cls / 64], bit = (uint64_t)1 << (cls % 64), left;
     bool take = prof_class_tick(class_size[cls], !(*armed & bit), &left);
     *armed |= bit;
-    st_relaxed(&h->sample_left[cls], left);
-    if (take) {
-        void *p = heap_alloc_run(n, 0, NULL);
-        if (p) {
-            page_of(p)->run.sampled = true;
-            prof_record(p, n, class_size[cls], 0, NULL);
-            return p;
-        }
-        /* no page for the sample: the object, unsampled (heap_alloc_class
-         * then fails as a malloc would, or finds an object where no page
-         * was left) */
+    void *p = NULL;
+    if (take && (p = heap_alloc_run(n, 0, NULL))) {
+        page_of(p)->run.sampled = true;
+        prof_record(p, n, class_size[cls], 0, NULL);
     }
-    return heap_alloc_class(h, cls);
+    /* taken, the malloc is not this count's: a run, or with no page for
+     * one the class object, unsampled, as a malloc that may find the
+     * magazine drained meanwhile (heap_alloc_run's retry drains) */
+    pops_rebias(h, k, cls, left, take);
+    if (take)
+        return p ? p : heap_alloc_small_quiet(n);
+    /* the object the count was for, where the malloc found it */
+    p = h->mag_first[cls];
+    if (!k) {
+        mag_set(h, cls, h->mag_top[cls] + 1);
+    } else {
+        struct slab *s = h->cur[cls];
+        p = s->free;
+        slab_pop_owned(s, p, (void **)p);
+    }
+    *mag_cookie(p) = 0;
+    return p;
 }
 
 size_t heap_usable_size(void *p)

@@ -124,19 +124,9 @@ struct heap {
     void **mag_top[SL_NCLASSES + 1];    /* owner writes: each magazine's last object, its
                                          * NULL end when empty, or MAG_IDLE (mag_none
                                          * for [SL_CLASS_ZERO] and heap_empty) */
-    /* The small malloc's sample countdowns (prof/prof.h), per malloc class:
-     * mallocs of the class to its next sample point, decremented by the
-     * small malloc while profiling (heap_alloc_small_prof), which takes
-     * heap_alloc_sampled_slow when one reaches 0.
-     * 0 while profiling is off (heap_empty's always): the first decrement
-     * wraps it to 2^64 - 1, so it never comes back to 0. Owner writes
-     * (heap_empty's: any thread, lossy, harmless); heaps_sample_arm sets
-     * them to 1 once when profiling starts. Here, beside the magazines'
-     * tops that the same malloc reads: at the struct's end, 170 KB away,
-     * the subtract stalled (bench_burst profiled: 61.8 -> 82.6 ms of CPU
-     * against 65 -> 71-76 here; perf put the time on its branch). */
-    _Atomic uint64_t sample_left[SL_NCLASSES + 1];
-    uint64_t sample_armed[(SL_NCLASSES + 63) / 64]; /* owner: class c's countdown was drawn */
+    uint64_t sample_armed[2][(SL_NCLASSES + 63) / 64]; /* owner: the first gap of class c's
+                                         * countdown [0] (mag_pops) and [1] (slab_pops) was
+                                         * drawn (heap_alloc_sampled_slow) */
     struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
     _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
     _Atomic(struct slab *) notify[SL_NCLASSES]; /* malloc classes: FULL slabs that got a remote
@@ -179,13 +169,38 @@ struct heap {
                                           * laid out (mag_layout), clear while it is idle */
     struct heap_counts counts;           /* owner writes (heap_empty's: any thread, atomic
                                           * adds), anyone reads */
-    /* The magazines' share of counts (owner writes, anyone reads; see
-     * heap_count_free): mallocs that popped a magazine, which count here
-     * instead of in counts.alloc; and per magazine, the objects that left
-     * it other than by malloc (flushed back to their slabs) less those
-     * that entered it other than by free (a collect's remote frees), mod
-     * 2^64. Zero for heap_empty, which has no magazines. */
-    _Atomic uint64_t mag_pops[SL_NCLASSES], mag_adj[SL_NCLASSES];
+    /* The small malloc's counts, which are also its sample countdowns
+     * (owner writes, anyone reads through heap_pops; zero for heap_empty,
+     * which never pops):
+     *   mag_pops    mallocs that popped a magazine (not in counts.alloc);
+     *   slab_pops   mallocs that popped a slab's free list (not in
+     *               counts.alloc either: that counts the other ways in,
+     *               bulk, caches and quiet mallocs);
+     * each kept as the count plus its bias (pops_bias), mod 2^64. The
+     * malloc adds 1 and branches on a result of 0: the sample point
+     * (heap_alloc_sampled_slow). With profiling off the bias is 0 and the
+     * count never wraps; profiling sets the bias so that the add that
+     * reaches the next sample point of the class, drawn geometric, makes
+     * 0 (heap_sample_arm). So the counts cost malloc one branch, and
+     * profiling costs it nothing more. Every malloc of a class is counted
+     * once, on one of the two: each is an independent geometric countdown
+     * over its own part of the class's mallocs, which samples every one
+     * with the same probability, as one countdown over all of them would.
+     * The bias is rewritten at sample points only, under pops_seq (odd
+     * while writing), so that a reader never pairs a count with another
+     * bias.
+     * mag_adj: per magazine, the objects that left it other than by a
+     * counted pop (flushed back to their slabs, a quiet malloc's) less
+     * those that entered it other than by free (a collect's remote
+     * frees), mod 2^64. */
+    _Atomic uint64_t mag_pops[SL_NCLASSES], slab_pops[SL_NCLASSES], mag_adj[SL_NCLASSES];
+    _Atomic uint64_t pops_bias[2][SL_NCLASSES]; /* [0] mag_pops', [1] slab_pops' */
+    _Atomic uint32_t pops_seq;
+    struct { /* the rewrite under way while pops_seq is odd, written first:
+              * a fork child finishes one its thread was stopped in */
+        uint64_t count, bias;
+        unsigned k, cls;
+    } pops_next;
 };
 
 extern struct heap heap_empty;
@@ -206,25 +221,25 @@ sl_inline void heap_count(struct heap *h, enum sl_stat id, uint64_t n)
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define heap_count_fast(h, array, id)                                                                                 \
     __asm__("addq $1, %c2(%0,%1,8)" : : "r"(h), "r"((size_t)(id)), "i"(offsetof(struct heap, array)))
-/* Count a small malloc of class cls down h's sample countdown: has it
- * reached the sample point? One subtract from memory and the branch on
- * its zero flag (volatile: two mallocs of a class are two counts). */
-sl_inline bool heap_sample_tick(struct heap *h, size_t cls)
-{
-    bool zero;
-    __asm__ volatile("subq $1, %c2(%1)"
-                     : "=@ccz"(zero)
-                     : "r"((char *)h + cls * 8), "i"(offsetof(struct heap, sample_left)));
-    return zero;
-}
+/* Count a small malloc of class cls on h->array (mag_pops, slab_pops):
+ * has it reached its sample point (the add made 0)? One add to memory
+ * and the branch on its zero flag (volatile: two mallocs are two counts). */
+#define heap_pop_tick(h, array, cls)                                                                                  \
+    __extension__({                                                                                               \
+        bool zero_;                                                                                               \
+        __asm__ volatile("addq $1, %c3(%1,%2,8)"                                                                   \
+                         : "=@ccz"(zero_)                                                                         \
+                         : "r"(h), "r"((size_t)(cls)), "i"(offsetof(struct heap, array)));                        \
+        zero_;                                                                                                    \
+    })
 #else
 #define heap_count_fast(h, array, id) count_add(&(h)->array[id], 1)
-sl_inline bool heap_sample_tick(struct heap *h, size_t cls)
-{
-    uint64_t left = ld_relaxed(&h->sample_left[cls]) - 1;
-    st_relaxed(&h->sample_left[cls], left);
-    return left == 0;
-}
+#define heap_pop_tick(h, array, cls)                                                                              \
+    __extension__({                                                                                               \
+        uint64_t n_ = ld_relaxed(&(h)->array[cls]) + 1;                                                           \
+        st_relaxed(&(h)->array[cls], n_);                                                                         \
+        n_ == 0;                                                                                                  \
+    })
 #endif
 /* Add n to one of h's per-cache counts (&h->counts.X[id]); heap_empty's
  * (a thread with no heap, slow paths only) with an atomic add. */
@@ -241,7 +256,16 @@ extern uint64_t heap_cookie;
 extern struct slab slab_none; /* the dummy current slab: no free objects */
 extern __thread struct heap *tls_heap;
 
-void *heap_alloc_small_slow(struct heap *h, unsigned cls);
+/* Small malloc of n bytes that found the magazine and the current slab
+ * empty: a refill, then the pop (counted on slab_pops or mag_pops, or
+ * with quiet in counts.alloc: heap_alloc_small_quiet). */
+void *heap_alloc_small_slow(size_t n, bool quiet);
+/* Bias h's counts so that the next malloc of every class reaches its
+ * sample point (profiling has started; h's owner, or before it runs). */
+void heap_sample_arm(struct heap *h);
+/* In a fork child: finish a rewrite of h's counts' bias that its thread
+ * was stopped in (pops_seq odd), so that readers do not wait forever. */
+void heap_pops_settle(struct heap *h);
 /* Count on h, or globally (slow paths only) when h is heap_empty. */
 sl_inline void heap_count(struct heap *h, enum sl_stat id, uint64_t n);
 /* Free of p in a pageblock that the fast path did not take; x is its page
@@ -328,9 +352,25 @@ sl_inline unsigned mag_count(struct heap *h, unsigned cls)
     return top == MAG_IDLE || top == mag_none ? 0 : (unsigned)(mag_end(h, cls) - top);
 }
 
+/* The pops of class cls, unbiased: a magazine's (*mag) and a slab's
+ * (*slab). Any thread; the bias read under pops_seq (see struct heap). */
+sl_inline void heap_pops(struct heap *h, unsigned cls, uint64_t *mag, uint64_t *slab)
+{
+    for (;;) {
+        uint32_t seq = __atomic_load_n(&h->pops_seq, __ATOMIC_ACQUIRE);
+        uint64_t bm = ld_relaxed(&h->pops_bias[0][cls]), bs = ld_relaxed(&h->pops_bias[1][cls]);
+        *mag = ld_relaxed(&h->mag_pops[cls]) - bm;
+        *slab = ld_relaxed(&h->slab_pops[cls]) - bs;
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (!(seq & 1) && __atomic_load_n(&h->pops_seq, __ATOMIC_RELAXED) == seq)
+            return;
+    }
+}
+
 /* h's counts of cache id as the program made them (heap_counts): a
- * malloc class's mallocs are counted in two places, by where they took
- * the object (the magazine: mag_pops); its frees into a magazine are not
+ * malloc class's mallocs are counted in three places, by where they took
+ * the object (the magazine: mag_pops; a slab on the fast path or after a
+ * refill: slab_pops; any other way: counts.alloc); its frees into a magazine are not
  * counted when they are made (one add less on the free fast path, and one
  * line less: 45 -> 44 instructions), since every object that entered a
  * magazine by free has left it by malloc, left it otherwise (mag_adj), or
@@ -343,15 +383,18 @@ sl_inline unsigned mag_count(struct heap *h, unsigned cls)
  * as a walk of any counts is off by what changed during it. */
 sl_inline uint64_t heap_count_alloc(struct heap *h, unsigned id)
 {
-    uint64_t n = ld_relaxed(&h->counts.alloc[id]);
-    return id < SL_NCLASSES ? n + ld_relaxed(&h->mag_pops[id]) : n;
+    uint64_t n = ld_relaxed(&h->counts.alloc[id]), mag, slab;
+    if (id >= SL_NCLASSES)
+        return n;
+    heap_pops(h, id, &mag, &slab);
+    return n + mag + slab;
 }
 sl_inline uint64_t heap_count_free(struct heap *h, unsigned id)
 {
-    uint64_t n = ld_relaxed(&h->counts.free[id]);
+    uint64_t n = ld_relaxed(&h->counts.free[id]), pops, slab;
     if (id >= SL_NCLASSES)
         return n;
-    uint64_t pops = ld_relaxed(&h->mag_pops[id]); /* before the top: see above */
+    heap_pops(h, id, &pops, &slab); /* before the top: see above */
     unsigned held = mag_count(h, id);
     return n + pops + held + ld_relaxed(&h->mag_adj[id]);
 }
@@ -381,53 +424,46 @@ sl_inline void slab_pop_owned(struct slab *s, void *p, void **link)
     bitmap_set_owner((uintptr_t)p);
 }
 
-/* A small malloc of class cls that reached its sample point
- * (heap_sample_tick): the next point drawn, and the object sampled (a page
- * run of its own, run.sampled, recorded) unless the profiler declines. */
+/* A small malloc of n bytes whose count reached its class's sample
+ * point (heap_pop_tick made 0, on mag_pops or slab_pops): the next point
+ * drawn, and the malloc served, sampled (a page run of its own,
+ * run.sampled, recorded) unless the profiler declines. The object its
+ * count was for is still where the malloc found it. */
 void *heap_alloc_sampled_slow(size_t n);
 
-/* Small malloc of class cls from h, uncounted by the sampler: the
- * magazine's pop, else the current slab's. */
-sl_inline void *heap_alloc_class(struct heap *h, size_t cls)
-{
-    void *p = h->mag_first[cls];
-    if (likely(p)) {
-        mag_set(h, cls, h->mag_top[cls] + 1);
-        *mag_cookie(p) = 0; /* live bit kept while in the magazine */
-        heap_count_fast(h, mag_pops, cls);
-    } else {
-        struct slab *s = h->cur[cls];
-        p = s->free;
-        if (unlikely(!p))
-            return heap_alloc_small_slow(h, cls);
-        slab_pop_owned(s, p, (void **)p);
-        *mag_cookie(p) = 0; /* a freer's mark that a collect left (see the top) */
-        heap_count_fast(h, counts.alloc, cls);
-    }
-    return p;
-}
-
-/* Small malloc, n <= SL_SMALL_MAX. */
+/* Small malloc of n bytes (n <= SL_SMALL_MAX), counted (heap_pop_tick):
+ * the magazine's pop, else the current slab's. */
 sl_inline void *heap_alloc_small(size_t n)
 {
     struct heap *h = tls_heap;
     size_t cls = size_class_small(n); /* size_t: no zero extension on its uses as an index */
-    return heap_alloc_class(h, cls);
+    void *p = h->mag_first[cls];
+    if (likely(p)) {
+        if (unlikely(heap_pop_tick(h, mag_pops, cls)))
+            return heap_alloc_sampled_slow(n);
+        mag_set(h, cls, h->mag_top[cls] + 1);
+        *mag_cookie(p) = 0; /* live bit kept while in the magazine */
+    } else {
+        struct slab *s = h->cur[cls];
+        p = s->free;
+        if (unlikely(!p))
+            return heap_alloc_small_slow(n, false);
+        if (unlikely(heap_pop_tick(h, slab_pops, cls)))
+            return heap_alloc_sampled_slow(n);
+        slab_pop_owned(s, p, (void **)p);
+        *mag_cookie(p) = 0; /* a freer's mark that a collect left (see the top) */
+    }
+    return p;
 }
 
-/* Small malloc while profiling: counted down its class's sample countdown.
- * (Only then: malloc's inline path is heap_alloc_small, with no count.) */
-sl_inline void *heap_alloc_small_prof(size_t n)
-{
-    struct heap *h = tls_heap;
-    size_t cls = size_class_small(n);
-    if (unlikely(heap_sample_tick(h, cls)))
-        return heap_alloc_sampled_slow(n); /* h and cls found again: fewer live registers */
-    return heap_alloc_class(h, cls);
-}
+/* A small malloc that the sampler has counted already, or must not count
+ * (an aligned malloc counted by bytes, realloc's new block, checked mode's
+ * blocks): counted in counts.alloc, never sampled here (heap.c). */
+void *heap_alloc_small_quiet(size_t n);
 
-/* Profiling has started (the constructor): every heap's countdowns are
- * set to 1, so that each class's next malloc draws its first gap. A heap
+/* Profiling has started (the constructor): every heap's counts are
+ * biased to reach 0 at their next add, so that each class's next malloc
+ * draws its first gap (heap_sample_arm). A heap
  * whose owner is allocating meanwhile may lose the store for a class;
  * the constructor runs before the program starts threads. */
 void heaps_sample_arm(void);

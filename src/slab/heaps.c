@@ -173,12 +173,6 @@ static void thread_exit_cb(void *arg)
         heap_thread_exit(h);
 }
 
-static void heap_sample_arm(struct heap *h)
-{
-    for (unsigned c = 0; c < SL_NCLASSES; c++)
-        st_relaxed(&h->sample_left[c], 1);
-}
-
 struct heap *heap_get_slow(void)
 {
     if (tls_heap != &heap_empty)
@@ -408,6 +402,7 @@ sl_lock *heap_fork_lock(void) { return &heaps_lock; }
 void heap_fork_child(void)
 {
     for (struct heap *h = all_heaps; h; h = h->all_next) {
+        heap_pops_settle(h);
         if (h == tls_heap || h->orphan)
             continue;
         forked_with_threads = true;
