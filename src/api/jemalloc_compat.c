@@ -191,6 +191,7 @@ static void first_call(void)
  * path has fewer). */
 static size_t component(const char *path, unsigned level, const char **start)
 {
+    *start = ""; /* none: length 0 (and no uninitialised read at -O3) */
     for (; level; level--) {
         path = strchr(path, '.');
         if (!path)
