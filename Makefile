@@ -17,6 +17,9 @@ $(BUILD)/build.ninja:
 build-tsan/build.ninja:
 	cmake -S . -B build-tsan -G Ninja -DSLUICE_SANITIZE=thread
 
+build-release/build.ninja:
+	cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release
+
 build-ubsan/build.ninja:
 	cmake -S . -B build-ubsan -G Ninja -DSLUICE_SANITIZE=undefined
 
@@ -38,8 +41,10 @@ run: all
 # sl_ API tests under UBSan and the multi-threaded ones under
 # ThreadSanitizer, then the fuzzer's corpus and a short fuzzing run
 # (clang), then the Rust crates' tests, without and with the check
-# feature (when cargo is here; ctest's rust_package checks their packages).
-test: all build-debug/build.ninja build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja
+# feature (when cargo is here; ctest's rust_package checks their packages),
+# and last the library built as a Release build (-O3: warnings of its own,
+# which -Werror turns into errors).
+test: all build-debug/build.ninja build-tsan/build.ninja build-ubsan/build.ninja build-fuzz/build.ninja build-release/build.ninja
 	cd $(BUILD) && ctest --output-on-failure
 	cmake --build build-debug
 	cd build-debug && ctest --output-on-failure -E '^(override|sluice_cmd|sluice_run|sluice_top|sluice_profile|valgrind|man_pages|install|rust_package|stats_json)$$'
@@ -54,6 +59,7 @@ test: all build-debug/build.ninja build-tsan/build.ninja build-ubsan/build.ninja
 	  cd bindings/rust && CARGO_TARGET_DIR=$(CURDIR)/build/rust cargo test && \
 	  CARGO_TARGET_DIR=$(CURDIR)/build/rust cargo test -p sluice-alloc --features check; \
 	else echo "cargo not found: the Rust crates' tests (bindings/rust) are not run"; fi
+	cmake --build build-release --target sluice sluice_static
 
 # Fuzz for FUZZ_SECONDS (default 600); new inputs go to build-fuzz/new,
 # crashes to build-fuzz/crash-*. Keep a finding: copy it into

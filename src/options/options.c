@@ -414,7 +414,10 @@ void options_init(void)
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "SLUICE_", 7))
             continue;
-        size_t len = strcspn(*e, "=");
+        size_t len = 0; /* to its '=' (not strcspn: libc's SSE4.2 copy sits on a page of its own, which
+                         * the kernel maps in with 40 KiB of libc around it) */
+        while ((*e)[len] && (*e)[len] != '=')
+            len++;
         if (!find(*e, len) && !(len == 14 && !strncmp(*e, "SLUICE_OPTIONS", 14)) && !options_ignored(*e, len))
             unknown(*e, len, "");
     }
