@@ -418,9 +418,8 @@ static void pops_rebias(struct heap *h, unsigned k, unsigned cls, uint64_t left,
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     uint32_t seq = ld_relaxed(&h->pops_seq);
     st_relaxed(&h->pops_seq, seq + 1);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    st_relaxed(count, at);
-    st_relaxed(&h->pops_bias[k][cls], at - real);
+    __atomic_store_n(count, at, __ATOMIC_RELEASE); /* after the odd pops_seq: heap_pops */
+    __atomic_store_n(&h->pops_bias[k][cls], at - real, __ATOMIC_RELEASE);
     __atomic_store_n(&h->pops_seq, seq + 2, __ATOMIC_RELEASE);
 }
 

@@ -356,12 +356,14 @@ sl_inline unsigned mag_count(struct heap *h, unsigned cls)
  * (*slab). Any thread; the bias read under pops_seq (see struct heap). */
 sl_inline void heap_pops(struct heap *h, unsigned cls, uint64_t *mag, uint64_t *slab)
 {
-    for (;;) {
+    for (;;) { /* acquire loads, no fence (ThreadSanitizer knows no fences): a
+                * count or bias the writer stored (release) after making
+                * pops_seq odd keeps the second load of it from reading older */
         uint32_t seq = __atomic_load_n(&h->pops_seq, __ATOMIC_ACQUIRE);
-        uint64_t bm = ld_relaxed(&h->pops_bias[0][cls]), bs = ld_relaxed(&h->pops_bias[1][cls]);
-        *mag = ld_relaxed(&h->mag_pops[cls]) - bm;
-        *slab = ld_relaxed(&h->slab_pops[cls]) - bs;
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        uint64_t bm = __atomic_load_n(&h->pops_bias[0][cls], __ATOMIC_ACQUIRE);
+        uint64_t bs = __atomic_load_n(&h->pops_bias[1][cls], __ATOMIC_ACQUIRE);
+        *mag = __atomic_load_n(&h->mag_pops[cls], __ATOMIC_ACQUIRE) - bm;
+        *slab = __atomic_load_n(&h->slab_pops[cls], __ATOMIC_ACQUIRE) - bs;
         if (!(seq & 1) && __atomic_load_n(&h->pops_seq, __ATOMIC_RELAXED) == seq)
             return;
     }
