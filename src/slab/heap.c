@@ -324,6 +324,8 @@ void *heap_alloc_small_slow(size_t n, bool quiet)
             return NULL;
     }
     heap_boost_check(h);
+    if (unlikely(prof_on && !h->prof_armed)) /* a heap made before profiling started */
+        heap_sample_arm(h);
     struct slab *s;
     DRAIN_RETRY(s, refill(h, cls, true));
     huge_growth();
@@ -337,12 +339,12 @@ void *heap_alloc_small_slow(size_t n, bool quiet)
         if (quiet)
             count_add(&h->mag_adj[cls], 1); /* out of the magazine, not by a counted pop (heap.h) */
         else if (unlikely(heap_pop_tick(h, mag_pops, cls)))
-            return heap_alloc_sampled_slow(n);
+            return heap_alloc_sampled_slow(n, 0);
         mag_set(h, cls, top + 1);
     } else {
         p = s->free;
         if (!quiet && unlikely(heap_pop_tick(h, slab_pops, cls)))
-            return heap_alloc_sampled_slow(n);
+            return heap_alloc_sampled_slow(n, 1);
         slab_pop_owned(s, p, (void **)p);
     }
     if (quiet)
@@ -439,29 +441,30 @@ void heap_sample_arm(struct heap *h)
     for (unsigned c = 0; c < SL_NCLASSES; c++)
         for (unsigned k = 0; k < 2; k++)
             pops_rebias(h, k, c, 1, 0);
+    h->prof_armed = true;
 }
 
-void *heap_alloc_sampled_slow(size_t n)
+void *heap_alloc_sampled_slow(size_t n, unsigned k)
 {
     struct heap *h = tls_heap;
     unsigned cls = size_class_small(n);
-    unsigned k = ld_relaxed(&h->mag_pops[cls]) != 0; /* the count at 0 (the other one is not) */
     uint64_t *armed = &h->sample_armed[k][cls / 64], bit = (uint64_t)1 << (cls % 64), left;
     bool take = prof_class_tick(class_size[cls], !(*armed & bit), &left);
     *armed |= bit;
-    void *p = NULL;
-    if (take && (p = heap_alloc_run(n, 0, NULL))) {
-        page_of(p)->run.sampled = true;
-        prof_record(p, n, class_size[cls], 0, NULL);
-    }
     /* taken, the malloc is not this count's: a run, or with no page for
      * one the class object, unsampled, as a malloc that may find the
      * magazine drained meanwhile (heap_alloc_run's retry drains) */
     pops_rebias(h, k, cls, left, take);
-    if (take)
-        return p ? p : heap_alloc_small_quiet(n);
+    if (take) {
+        void *p = heap_alloc_run(n, 0, NULL);
+        if (!p)
+            return heap_alloc_small_quiet(n);
+        page_of(p)->run.sampled = true;
+        prof_record(p, n, class_size[cls], 0, NULL);
+        return p;
+    }
     /* the object the count was for, where the malloc found it */
-    p = h->mag_first[cls];
+    void *p = h->mag_first[cls];
     if (!k) {
         mag_set(h, cls, h->mag_top[cls] + 1);
     } else {

@@ -127,6 +127,7 @@ struct heap {
     uint64_t sample_armed[2][(SL_NCLASSES + 63) / 64]; /* owner: the first gap of class c's
                                          * countdown [0] (mag_pops) and [1] (slab_pops) was
                                          * drawn (heap_alloc_sampled_slow) */
+    bool prof_armed;                    /* owner: heap_sample_arm has run (profiling on) */
     struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
     _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
     _Atomic(struct slab *) notify[SL_NCLASSES]; /* malloc classes: FULL slabs that got a remote
@@ -261,7 +262,8 @@ extern __thread struct heap *tls_heap;
  * with quiet in counts.alloc: heap_alloc_small_quiet). */
 void *heap_alloc_small_slow(size_t n, bool quiet);
 /* Bias h's counts so that the next malloc of every class reaches its
- * sample point (profiling has started; h's owner, or before it runs). */
+ * sample point (profiling has started). Only h's owner, or before it
+ * runs: the rewrite is the owner's (pops_seq). */
 void heap_sample_arm(struct heap *h);
 /* In a fork child: finish a rewrite of h's counts' bias that its thread
  * was stopped in (pops_seq odd), so that readers do not wait forever. */
@@ -427,11 +429,13 @@ sl_inline void slab_pop_owned(struct slab *s, void *p, void **link)
 }
 
 /* A small malloc of n bytes whose count reached its class's sample
- * point (heap_pop_tick made 0, on mag_pops or slab_pops): the next point
- * drawn, and the malloc served, sampled (a page run of its own,
- * run.sampled, recorded) unless the profiler declines. The object its
- * count was for is still where the malloc found it. */
-void *heap_alloc_sampled_slow(size_t n);
+ * point (heap_pop_tick made 0: on mag_pops, k 0, or slab_pops, k 1): the
+ * next point drawn and the count rebiased first (a malloc made meanwhile,
+ * by a drain's shrinker or a signal handler, finds it whole), then the
+ * malloc served, sampled (a page run of its own, run.sampled, recorded)
+ * unless the profiler declines. The object its count was for is still
+ * where the malloc found it. */
+void *heap_alloc_sampled_slow(size_t n, unsigned k);
 
 /* Small malloc of n bytes (n <= SL_SMALL_MAX), counted (heap_pop_tick):
  * the magazine's pop, else the current slab's. */
@@ -442,7 +446,7 @@ sl_inline void *heap_alloc_small(size_t n)
     void *p = h->mag_first[cls];
     if (likely(p)) {
         if (unlikely(heap_pop_tick(h, mag_pops, cls)))
-            return heap_alloc_sampled_slow(n);
+            return heap_alloc_sampled_slow(n, 0);
         mag_set(h, cls, h->mag_top[cls] + 1);
         *mag_cookie(p) = 0; /* live bit kept while in the magazine */
     } else {
@@ -451,7 +455,7 @@ sl_inline void *heap_alloc_small(size_t n)
         if (unlikely(!p))
             return heap_alloc_small_slow(n, false);
         if (unlikely(heap_pop_tick(h, slab_pops, cls)))
-            return heap_alloc_sampled_slow(n);
+            return heap_alloc_sampled_slow(n, 1);
         slab_pop_owned(s, p, (void **)p);
         *mag_cookie(p) = 0; /* a freer's mark that a collect left (see the top) */
     }
@@ -463,11 +467,12 @@ sl_inline void *heap_alloc_small(size_t n)
  * blocks): counted in counts.alloc, never sampled here (heap.c). */
 void *heap_alloc_small_quiet(size_t n);
 
-/* Profiling has started (the constructor): every heap's counts are
- * biased to reach 0 at their next add, so that each class's next malloc
- * draws its first gap (heap_sample_arm). A heap
- * whose owner is allocating meanwhile may lose the store for a class;
- * the constructor runs before the program starts threads. */
+/* Profiling has started (the constructor): this thread's heap's counts
+ * are biased to reach 0 at their next add, so that each class's next
+ * malloc draws its first gap (heap_sample_arm); every other heap is
+ * armed by its owner, at its next small malloc's slow path (a thread a
+ * library's constructor started before sluice's: its mallocs until then
+ * are not sampled). */
 void heaps_sample_arm(void);
 
 /* The owner freed into s (bulk: a chain of sl_free_bulk) and its free list

@@ -224,7 +224,7 @@ struct heap *heap_get_slow(void)
             return NULL;
         }
         if (prof_on)
-            heap_sample_arm(h);
+            heap_sample_arm(h); /* no owner yet */
         h->tag = ++heap_seq << TAG_HEAP_SHIFT;
         h->cookie = heap_cookie;
         h->all_next = all_heaps;
@@ -239,14 +239,13 @@ struct heap *heap_get_slow(void)
 
 void heaps_sample_arm(void)
 {
-    lock_acquire(&heaps_lock);
-    for (struct heap *h = all_heaps; h; h = h->all_next)
-        heap_sample_arm(h);
-    lock_release(&heaps_lock);
+    if (tls_heap != &heap_empty && !tls_heap->prof_armed)
+        heap_sample_arm(tls_heap);
 }
 
 void heap_thread_exit(struct heap *h)
 {
+    heap_pops_settle(h); /* a rewrite a signal handler's longjmp left */
     remote_batch_flush(h);
     heap_mag_flush(h);
     lock_acquire(&heaps_lock);
