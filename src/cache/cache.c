@@ -238,10 +238,11 @@ void sl_cache_free(sl_cache_t *c, void *p)
         return heap_free_to_cache(c->id, p);
     struct page *head = page_head(page_of(p));
     struct slab *s = slab_of_page(head);
-    /* kind and the prof byte in one compare (a slab with samples goes the
-     * long way, heap_free_object, which looks for them); fast_id is no
-     * slab's in a watched cache */
-    if (unlikely(head->h.kind_prof != PG_SLAB || s->cls != c->fast_id))
+    /* kind and the prof byte in one compare, one atomic load (the slab's
+     * owner marks a sample with an atomic store: cache_sampled) (a slab
+     * with samples goes the long way, heap_free_object, which looks for
+     * them); fast_id is no slab's in a watched cache */
+    if (unlikely(__atomic_load_n(&head->h.kind_prof, __ATOMIC_RELAXED) != PG_SLAB || s->cls != c->fast_id))
         return heap_free_to_cache(c->id, p);
     struct heap *h = tls_heap;
     if (likely(atomic_load_explicit(&s->owner, memory_order_relaxed) == ((uintptr_t)h | 1)) &&
