@@ -141,6 +141,54 @@ bool block_take_range(struct block *b, unsigned first, unsigned n)
     return true;
 }
 
+/* Bits of [first, first + n) that fall in word w. */
+static uint64_t range_mask(unsigned w, unsigned first, unsigned n)
+{
+    unsigned lo = w * 64, hi = lo + 64, end = first + n;
+    if (end <= lo || first >= hi)
+        return 0;
+    unsigned a = first > lo ? first - lo : 0, z = end < hi ? end - lo : 64;
+    uint64_t top = z == 64 ? ~0ull : (1ull << z) - 1;
+    return top & ~((1ull << a) - 1);
+}
+
+/* The shortest stretch of at least n free pages in a row, at any
+ * alignment: the free chunks laid out as a bitmap from the buddy lists
+ * (chunks that are neighbours but not buddies stay apart there), then
+ * scanned. Best fit: the longer stretches stay for longer runs. */
+unsigned block_find_free(const struct block *b, unsigned n)
+{
+    uint64_t bits[SL_BLOCK_PAGES / 64] = { 0 };
+    const struct page *pg = block_pages((struct block *)b);
+    for (unsigned o = 0; o < BLOCK_NORDERS; o++)
+        for (unsigned i = b->free_head[o]; i; i = pg[i].free.next)
+            for (unsigned w = i / 64; w * 64 < i + (1u << o); w++)
+                bits[w] |= range_mask(w, i, 1u << o);
+    unsigned best = 0, best_len = SL_BLOCK_PAGES + 1;
+    for (unsigned i = BLOCK_HEADER_PAGES; i < SL_BLOCK_PAGES;) {
+        uint64_t v = bits[i / 64] >> (i % 64);
+        if (!(v & 1)) { /* skip to the next free page */
+            i = v ? i + (unsigned)__builtin_ctzll(v) : (i / 64 + 1) * 64;
+            continue;
+        }
+        unsigned j = i;
+        while (j < SL_BLOCK_PAGES) { /* the stretch's end */
+            uint64_t u = ~bits[j / 64] >> (j % 64);
+            if (u) {
+                j += (unsigned)__builtin_ctzll(u);
+                break;
+            }
+            j = (j / 64 + 1) * 64;
+        }
+        if (j > SL_BLOCK_PAGES)
+            j = SL_BLOCK_PAGES;
+        if (j - i >= n && j - i < best_len)
+            best = i, best_len = j - i;
+        i = j;
+    }
+    return best;
+}
+
 void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind kind)
 {
     struct page *pg = block_pages(b);
@@ -178,17 +226,6 @@ unsigned block_find_run(struct block *b, unsigned idx)
 }
 
 /* ---- free-page states ---------------------------------------------------- */
-
-/* Bits of [first, first + n) that fall in word w. */
-static uint64_t range_mask(unsigned w, unsigned first, unsigned n)
-{
-    unsigned lo = w * 64, hi = lo + 64, end = first + n;
-    if (end <= lo || first >= hi)
-        return 0;
-    unsigned a = first > lo ? first - lo : 0, z = end < hi ? end - lo : 64;
-    uint64_t top = z == 64 ? ~0ull : (1ull << z) - 1;
-    return top & ~((1ull << a) - 1);
-}
 
 void block_state_set(struct block *b, unsigned first, unsigned n, enum page_state st)
 {

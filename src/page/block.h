@@ -247,6 +247,9 @@ unsigned block_take(struct block *b, unsigned order);
 void block_give(struct block *b, unsigned first, unsigned n);
 /* Take exactly pages [first, first + n) if all are free; false otherwise. */
 bool block_take_range(struct block *b, unsigned first, unsigned n);
+/* The first page of the shortest stretch of at least n free pages in a
+ * row, at any alignment (spanning chunks that are not buddies), or 0. */
+unsigned block_find_free(const struct block *b, unsigned n);
 /* Mark [first, first + n) as one allocated run with head kind `kind`. */
 void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind kind);
 /* The head index of the allocated run covering page idx, or 0 (slow: for
