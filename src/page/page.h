@@ -14,10 +14,10 @@
  *   1. t's own blocks, fullest bucket first (sparse blocks drain); then
  *      the parked runs, oldest first, back to the buddy lists until one
  *      merges into a chunk that fits
- *   1b. a run that needs no alignment: n free pages in a row in one of
+ *   2. a whole free pageblock, re-typed to t
+ *   2b. a run that needs no alignment: n free pages in a row in one of
  *      t's blocks, across chunks that are not buddies (place.c:
  *      stretch_fit)
- *   2. a whole free pageblock, re-typed to t
  *   3. a new pageblock from the OS, while the heap is within its budget
  *      (page_set_budget: SLUICE_HEAP_LIMIT, or the cgroup's limit)
  *   4. a piece of another type's block, the one with the largest free

@@ -1,9 +1,10 @@
 /* place.c — where a run goes in the page heap (page.c's lists): the
  * shared run cache's parked runs first, then the resident free pages a
  * block of its type already has (resident first), then the buddy's chunk
- * of the lowest order that fits in a block of its type, free pages in a
- * row across its chunks (a stretch), a wholly free block, a new block,
- * and last a piece of another type's block (the fallback, antifrag.h).
+ * of the lowest order that fits in a block of its type, a wholly free
+ * block, free pages in a row across its type's chunks (a stretch), a new
+ * block, and last a piece of another type's block (the fallback,
+ * antifrag.h).
  * Every function here runs under the page heap lock.
  */
 #include "page_heap.h"
@@ -19,20 +20,26 @@ static struct block *find_in_own(enum pb_type type, unsigned order)
     return b;
 }
 
-/* A type with no room of its own: a wholly free block, a new block within
+/* A wholly free block, re-typed to `type` (its pages are dirty, if it
+ * was used before: resident), or NULL. Lock held. */
+static struct block *take_free_block(enum pb_type type)
+{
+    struct block *b = page_heap.free_blocks;
+    if (!b)
+        return NULL;
+    list_unlink(b);
+    set_type(b, type);
+    stat_add(stats_global, STAT_block_steal, 1);
+    wmark_check();
+    return b;
+}
+
+/* A type with no room of its own and no free block: a new block within
  * the budget, a piece of another type's block (the fallback), or past the
  * budget with no piece to take a new block all the same. Lock held. */
 static struct block *find_room(enum pb_type type, unsigned order)
 {
     struct block *b;
-    if (page_heap.free_blocks) {
-        b = page_heap.free_blocks;
-        list_unlink(b);
-        set_type(b, type);
-        stat_add(stats_global, STAT_block_steal, 1);
-        wmark_check();
-        return b;
-    }
     bool over = over_budget();
     if (!over && (b = block_new(type, order))) {
         wmark_check();
@@ -44,14 +51,18 @@ static struct block *find_room(enum pb_type type, unsigned order)
 }
 
 /* n free pages in a row at any alignment in a block of `type`, when the
- * buddy has no chunk of order log2_ceil(n) there: the stretch spans
+ * buddy has no chunk of order log2_ceil(n) there and no block is wholly
+ * free (a kept free block's pages are resident; a stretch may be pages
+ * never touched: taken before the free block, bench_mixed's peak RSS
+ * rose 131.6 -> 137.1 MiB): the stretch spans
  * chunks that are not buddies (block_find_free). A chunk of 2^order pages
  * exists only at a multiple of 2^order, so a block holds one chunk of 256
  * pages (the upper half; the header takes the lower's first pages), and
  * every run of 129-256 pages would take a block of its own: the
  * mixed-lifetime shape, its buffers all live, mapped 441 pageblocks for
- * 339 blocks' worth of pages, and under a 768 MiB budget reached it,
- * every take past it an extfrag event (docs/benchmarks/extfrag.md).
+ * 339 blocks' worth of pages (381 with stretches), and under a 768 MiB
+ * budget reached it, every take past it an extfrag event
+ * (docs/benchmarks/extfrag.md).
  * Such a stretch holds an aligned free chunk of a quarter of 2^order at
  * least, so only blocks whose largest chunk is of order - 2 or order - 1
  * are looked at, the fullest first, at most STRETCH_FIT_SCAN of them
@@ -59,6 +70,11 @@ static struct block *find_room(enum pb_type type, unsigned order)
  * stretch is made read-write (NULL if that is refused: then a whole block,
  * as if there were none). Lock held; *idx: the first page. */
 #define STRETCH_FIT_SCAN 32
+/* Runs of more pages than this only: a shorter run's chunk (64 pages at
+ * most) has seven aligned places in a block, and taking stretches for
+ * them too cost bench_mixed (4-64 page runs) 2 more pageblocks and 5 MiB
+ * of peak RSS (137.2 against 131.6 MiB) for no event saved. */
+#define STRETCH_FIT_MIN PCACHE_MAX_PAGES
 static struct block *stretch_fit(enum pb_type type, unsigned n, unsigned order, unsigned *idx)
 {
     unsigned seen = 0;
@@ -129,7 +145,8 @@ void *take_locked(enum pb_type type, unsigned n, unsigned align_order, enum page
     struct block *b = NULL;
     if (!align_order && n <= RESIDENT_FIT_MAX && !buddy_resident(type, order, n))
         b = resident_fit(type, n, &idx);
-    if (!b && !(b = find_in_own(type, order)) && !align_order)
+    if (!b && !(b = find_in_own(type, order)) && !(b = take_free_block(type)) && !align_order &&
+        n > STRETCH_FIT_MIN)
         b = stretch_fit(type, n, order, &idx);
     if (idx) { /* exactly n pages (resident, or a stretch): nothing to give back */
         block_take_range(b, idx, n);
