@@ -52,9 +52,8 @@ static struct block *find_room(enum pb_type type, unsigned order)
 
 /* n free pages in a row at any alignment in a block of `type`, when the
  * buddy has no chunk of order log2_ceil(n) there and no block is wholly
- * free (a kept free block's pages are resident; a stretch may be pages
- * never touched: taken before the free block, bench_mixed's peak RSS
- * rose 131.6 -> 137.1 MiB): the stretch spans
+ * free (a kept free block's pages are resident; a stretch's may never
+ * have been touched): the stretch spans
  * chunks that are not buddies (block_find_free). A chunk of 2^order pages
  * exists only at a multiple of 2^order, so a block holds one chunk of 256
  * pages (the upper half; the header takes the lower's first pages), and
