@@ -143,6 +143,9 @@ static void test_find_free(struct block *b)
     CHECK_EQ(block_find_free(b, 10), top + 20);
     CHECK_EQ(block_find_free(b, 11), BLOCK_HEADER_PAGES + 200);
     CHECK_EQ(block_find_free(b, 40), 0);
+    CHECK(b->stretch_max < 40);                                 /* the next search of 40 returns at once */
+    CHECK_EQ(block_find_free(b, 39), BLOCK_HEADER_PAGES + 200); /* a shorter one still looks */
+    /* a give may join stretches: the hint is reset */
     /* up to the block's last page */
     block_give(b, SL_BLOCK_PAGES - 45, 45);
     CHECK_EQ(block_find_free(b, 45), SL_BLOCK_PAGES - 45);

@@ -66,8 +66,8 @@ static struct block *find_room(enum pb_type type, unsigned order)
  * least, so only blocks whose largest chunk is of order - 2 or order - 1
  * are looked at, the fullest first, at most STRETCH_FIT_SCAN of them
  * (the alternative is a whole block: a new mapping and its faults). The
- * stretch is made read-write (NULL if that is refused: then a whole block,
- * as if there were none). Lock held; *idx: the first page. */
+ * stretch is made read-write and taken (NULL if that is refused: then a
+ * whole block, as if there were none). Lock held; *idx: the first page. */
 #define STRETCH_FIT_SCAN 32
 /* Runs of more pages than this, or any run past the budget (where the
  * next step is another type's piece: 52 of the 1,701 events of the
@@ -86,7 +86,7 @@ static struct block *stretch_fit(enum pb_type type, unsigned n, unsigned order, 
                 continue;
             seen++;
             if ((*idx = block_find_free(b, n)))
-                return block_commit(b, *idx + n) ? b : (*idx = 0, NULL);
+                return block_commit(b, *idx + n) && block_take_range(b, *idx, n) ? b : (*idx = 0, NULL);
         }
     return NULL;
 }
@@ -147,11 +147,13 @@ void *take_locked(enum pb_type type, unsigned n, unsigned align_order, enum page
     struct block *b = NULL;
     if (!align_order && n <= RESIDENT_FIT_MAX && !buddy_resident(type, order, n))
         b = resident_fit(type, n, &idx);
+    bool stretch = false;
     if (!b && !(b = find_in_own(type, order)) && !(b = take_free_block(type)) && !align_order &&
         (n > STRETCH_FIT_MIN || over_budget()))
-        b = stretch_fit(type, n, order, &idx);
+        stretch = (b = stretch_fit(type, n, order, &idx)) != NULL;
     if (idx) { /* exactly n pages (resident, or a stretch): nothing to give back */
-        block_take_range(b, idx, n);
+        if (!stretch)
+            block_take_range(b, idx, n);
     } else {
         if (!b && !(b = find_room(type, order)))
             return NULL;
