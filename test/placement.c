@@ -12,7 +12,8 @@
  *     the slabs went one event each into the small holes of the others.
  * The budget is set at run time (opt.heap_limit) to the blocks the test
  * has built, so the layout before it is the test's own. Every byte is
- * checked before it is freed, and sl_check runs after each phase. */
+ * checked before it is freed, and sl_check runs after each phase (in a
+ * debug build it also checks each block's stretch_max). */
 #include <stdint.h>
 #include <string.h>
 
@@ -49,10 +50,46 @@ static void stretch(void)
     printf("stretch: %d runs of 150-200 pages in %llu pageblocks\n", N, (unsigned long long)used);
     CHECK(used <= N / 2 + 1); /* two to a block (the buddy alone: N) */
     CHECK(sl_check() == 0);
-    for (int i = 0; i < N; i++) {
-        CHECK(intact(r[i], (size_t)(150 + 50 * (i % 2)) * PAGE, (unsigned char)(i + 1)));
+    /* the upper halves' runs go back to their blocks (sl_purge flushes
+     * the run cache), joining the stretches a failed search measured:
+     * sl_check finds none longer than the block says (stretch_max) */
+    for (int i = 0; i < N; i += 2) {
+        CHECK(intact(r[i], 150 * PAGE, (unsigned char)(i + 1)));
         sl_free(r[i]);
     }
+    sl_purge();
+    CHECK(sl_check() == 0);
+    for (int i = 1; i < N; i += 2) {
+        CHECK(intact(r[i], 200 * PAGE, (unsigned char)(i + 1)));
+        sl_free(r[i]);
+    }
+    CHECK(sl_check() == 0);
+}
+
+/* A search that found no stretch remembers it (stretch_max) until pages
+ * come back to the block: a block of a 256-page run (its upper half)
+ * and a 72-page one (in the chunk of 128 below it) has 167 pages free,
+ * the longest 111 in a row, so a run of 144 finds none there; the
+ * 72-page run freed, 239 are in a row, which sl_check (a debug build's)
+ * holds stretch_max to, and the next run of 144 takes them. (Run
+ * lengths: heap_run_pages rounds to an eighth.) */
+static void stretch_remembered(void)
+{
+    sl_purge();
+    unsigned char *a1 = fill(256 * PAGE, 1), *a2 = fill(72 * PAGE, 2), *b = fill(144 * PAGE, 3);
+    uint64_t run0 = sl_stat("blocks_run");
+    CHECK(sl_check() == 0);
+    CHECK(intact(a2, 72 * PAGE, 2));
+    sl_free(a2);
+    sl_purge(); /* the run cache's runs back to their blocks */
+    CHECK(sl_check() == 0);
+    unsigned char *c = fill(144 * PAGE, 4);
+    CHECK_EQ(sl_stat("blocks_run"), run0); /* in the first block's lower half */
+    CHECK(sl_check() == 0);
+    CHECK(intact(a1, 256 * PAGE, 1) && intact(b, 144 * PAGE, 3) && intact(c, 144 * PAGE, 4));
+    sl_free(a1);
+    sl_free(b);
+    sl_free(c);
     CHECK(sl_check() == 0);
 }
 
@@ -105,6 +142,7 @@ int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0); /* no stdio buffer: no BUF block for a fallback to take first */
     stretch();
+    stretch_remembered();
     steal();
     return t_done("placement");
 }
