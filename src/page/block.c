@@ -142,17 +142,6 @@ bool block_take_range(struct block *b, unsigned first, unsigned n)
     return true;
 }
 
-/* Bits of [first, first + n) that fall in word w. */
-static uint64_t range_mask(unsigned w, unsigned first, unsigned n)
-{
-    unsigned lo = w * 64, hi = lo + 64, end = first + n;
-    if (end <= lo || first >= hi)
-        return 0;
-    unsigned a = first > lo ? first - lo : 0, z = end < hi ? end - lo : 64;
-    uint64_t top = z == 64 ? ~0ull : (1ull << z) - 1;
-    return top & ~((1ull << a) - 1);
-}
-
 /* The free chunk that ends at page `end` (exclusive), or 0: chunks are
  * naturally aligned, so its head is end - 2^k for some order k at which
  * that is aligned; a head is PG_FREE with its order, and no other page
@@ -234,6 +223,17 @@ unsigned block_find_run(struct block *b, unsigned idx)
 }
 
 /* ---- free-page states ---------------------------------------------------- */
+
+/* Bits of [first, first + n) that fall in word w. */
+static uint64_t range_mask(unsigned w, unsigned first, unsigned n)
+{
+    unsigned lo = w * 64, hi = lo + 64, end = first + n;
+    if (end <= lo || first >= hi)
+        return 0;
+    unsigned a = first > lo ? first - lo : 0, z = end < hi ? end - lo : 64;
+    uint64_t top = z == 64 ? ~0ull : (1ull << z) - 1;
+    return top & ~((1ull << a) - 1);
+}
 
 void block_state_set(struct block *b, unsigned first, unsigned n, enum page_state st)
 {

@@ -4,8 +4,7 @@
  * of the lowest order that fits in a block of its type, a wholly free
  * block, free pages in a row across its type's chunks (a stretch), a new
  * block, and last a piece of another type's block (the fallback,
- * antifrag.h).
- * Every function here runs under the page heap lock.
+ * antifrag.h). Every function here runs under the page heap lock.
  */
 #include "page_heap.h"
 
@@ -50,24 +49,23 @@ static struct block *find_room(enum pb_type type, unsigned order)
     return over ? block_new(type, order) : NULL;
 }
 
-/* n free pages in a row at any alignment in a block of `type`, when the
- * buddy has no chunk of order log2_ceil(n) there and no block is wholly
- * free (a kept free block's pages are resident; a stretch's may never
- * have been touched): the stretch spans
- * chunks that are not buddies (block_find_free). A chunk of 2^order pages
- * exists only at a multiple of 2^order, so a block holds one chunk of 256
- * pages (the upper half; the header takes the lower's first pages), and
- * every run of 129-256 pages would take a block of its own: the
- * mixed-lifetime shape, its buffers all live, mapped 441 pageblocks for
- * 339 blocks' worth of pages (381 with stretches), and under a 768 MiB
- * budget reached it, every take past it an extfrag event
- * (docs/benchmarks/extfrag.md).
- * Such a stretch holds an aligned free chunk of a quarter of 2^order at
- * least, so only blocks whose largest chunk is of order - 2 or order - 1
- * are looked at, the fullest first, at most STRETCH_FIT_SCAN of them
- * (the alternative is a whole block: a new mapping and its faults). The
- * stretch is made read-write and taken (NULL if that is refused: then a
- * whole block, as if there were none). Lock held; *idx: the first page. */
+/* n free pages in a row at any alignment in a block of `type`, across
+ * chunks that are not buddies (block_find_free), when the buddy has no
+ * chunk of order log2_ceil(n) there and no block is wholly free (a kept
+ * free block's pages are resident; a stretch's may never have been
+ * touched). A chunk of 2^order pages exists only at a multiple of
+ * 2^order, so a block holds one chunk of 256 pages (the upper half: the
+ * header takes the lower's first pages), and every run of 129-256 pages
+ * took a block of its own: the mixed-lifetime shape, its buffers all
+ * live, mapped 441 pageblocks for 339 blocks' worth of pages (381 with
+ * stretches) and so reached a 768 MiB budget, every take past it an
+ * extfrag event (docs/benchmarks/extfrag.md). Such a stretch holds an
+ * aligned free chunk of a quarter of 2^order at least, so only blocks
+ * whose largest chunk is of order - 2 or order - 1 are looked at, the
+ * fullest first, at most STRETCH_FIT_SCAN of them (the alternative is a
+ * whole block: a new mapping and its faults). The stretch is made
+ * read-write and taken (NULL if that is refused: then a whole block, as
+ * if there were none). Lock held; *idx: the first page. */
 #define STRETCH_FIT_SCAN 32
 /* Runs of more pages than this, or any run past the budget (where the
  * next step is another type's piece: 52 of the 1,701 events of the
