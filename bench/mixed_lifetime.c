@@ -26,7 +26,8 @@
  * (sl_stat, found with dlsym; -1 under a peer): thp_collapse, thp_advise,
  * thp_split, thp_failed, the pageblock MiB in use and free (active_mib,
  * free_page_mib), blocks, blocks_slab, blocks_buf, blocks_run, extfrag,
- * extfrag_serious.
+ * extfrag_serious, block_map (pageblocks mapped in all: with every buffer
+ * kept, the most mapped at once), block_steal, boost_runs.
  *
  * Plain malloc/free otherwise, so that any allocator can be preloaded
  * (bench/mixed_lifetime.py runs it under sluice and the peers).
@@ -144,13 +145,14 @@ int main(int argc, char **argv)
     long long brss = stat_or("block_rss_bytes"), bthp = stat_or("block_thp_bytes");
     printf("held_over_live=%.3f rss_thp_pct=%.1f block_thp_pct=%.1f live_mib=%.1f held_mib=%.1f "
            "thp_mib=%.1f peak_mib=%.1f thp50_s=%.1f objects=%zu seconds=%.3f thp_collapse=%lld thp_advise=%lld thp_split=%lld "
-           "thp_failed=%lld active_mib=%.1f free_page_mib=%.1f blocks=%lld blocks_slab=%lld blocks_buf=%lld blocks_run=%lld extfrag=%lld extfrag_serious=%lld checksum=%llu\n",
+           "thp_failed=%lld active_mib=%.1f free_page_mib=%.1f blocks=%lld blocks_slab=%lld blocks_buf=%lld blocks_run=%lld extfrag=%lld extfrag_serious=%lld block_map=%lld block_steal=%lld boost_runs=%lld checksum=%llu\n",
            (double)(rss - lazy) / (double)live, rss ? 100.0 * (double)anon_huge / (double)rss : 0.0,
            brss > 0 ? 100.0 * (double)bthp / (double)brss : -1.0, (double)live / 1048576.0,
            (double)(rss - lazy) / 1048576.0, (double)anon_huge / 1048576.0, peak_rss_kib() / 1024.0, thp50_s, nlong, t, stat_or("thp_collapse"),
            stat_or("thp_advise"), stat_or("thp_split"), stat_or("thp_failed"), (double)stat_or("active_bytes") / 1048576.0,
            (double)stat_or("free_page_bytes") / 1048576.0, stat_or("blocks"),
-           stat_or("blocks_slab"), stat_or("blocks_buf"), stat_or("blocks_run"), stat_or("extfrag"), stat_or("extfrag_serious"), sum);
+           stat_or("blocks_slab"), stat_or("blocks_buf"), stat_or("blocks_run"), stat_or("extfrag"), stat_or("extfrag_serious"), stat_or("block_map"),
+           stat_or("block_steal"), stat_or("boost_runs"), sum);
 
     pthread_mutex_lock(&idle_lock);
     idle_done = 1;

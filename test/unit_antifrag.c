@@ -1,7 +1,7 @@
 /* Unit: the anti-fragmentation policy (src/page/antifrag.h) as pure
  * functions with a fake clock: the fallback table, headroom and
  * watermarks, the boost's rise, cap and lapse, the deficit reclaim works
- * off, when a steal re-types a block, which events are serious, and which
+ * off, which block a fallback takes from, when a steal re-types a block, which events are serious, and which
  * type a malloc class's slabs go in. No
  * threads, no sleeps. */
 #include "../src/page/antifrag.h"
@@ -56,6 +56,14 @@ int main(void)
     CHECK_EQ(af_deficit(1, 64, 3, &urgent), 8); /* high = 9, under low: urgent */
     CHECK(urgent);
     CHECK_EQ(af_deficit(1, 64, 3, NULL), 8);
+
+    /* a fallback takes from the victim type's list of the largest free
+     * chunk that fits, not the fullest block's */
+    CHECK_EQ(af_fallback_list(0, 0), -1);
+    CHECK_EQ(af_fallback_list(1u << 3 | 1u << 5 | 1u << 7, 0), 7);
+    CHECK_EQ(af_fallback_list(1u << 3 | 1u << 5, 4), 5);
+    CHECK_EQ(af_fallback_list(1u << 3 | 1u << 5, 6), -1); /* nothing of order 6 or more */
+    CHECK_EQ(af_fallback_list(1u << 8, 8), 8);
 
     /* a steal re-types a block at least half free */
     CHECK(af_steal_whole(BLOCK_USABLE_PAGES / 2));

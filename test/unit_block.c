@@ -120,6 +120,42 @@ static void test_find_resident(struct block *b)
     CHECK_EQ(b->ndirty + b->nlazy, 0);
 }
 
+/* block_find_free: n free pages in a row at any alignment, across chunks
+ * that are not buddies; the shortest stretch that fits; none: 0. */
+static void test_find_free(struct block *b)
+{
+    CHECK_EQ(b->free_pages, BLOCK_USABLE_PAGES);
+    /* one chunk of 256 pages in the upper half; the lower half's 239
+     * pages are chunks of 128, 64, 32 and less: no chunk of 256 there */
+    CHECK_EQ(block_find_free(b, BLOCK_USABLE_PAGES), BLOCK_HEADER_PAGES); /* the whole block, one stretch */
+    unsigned top = block_take(b, BLOCK_MAX_ORDER);
+    CHECK_EQ(top, 256);
+    CHECK_EQ(block_take(b, BLOCK_MAX_ORDER), 0);
+    CHECK_EQ(block_find_free(b, 200), BLOCK_HEADER_PAGES); /* 17..255 */
+    CHECK_EQ(block_find_free(b, 239), BLOCK_HEADER_PAGES);
+    CHECK_EQ(block_find_free(b, 240), 0);
+    CHECK(block_take_range(b, BLOCK_HEADER_PAGES, 200)); /* what stretch_fit does with it */
+    CHECK_EQ(b->free_pages, 39);
+    CHECK_EQ(count_free(b), 39);
+    /* two stretches, 217..255 (39) and a shorter one of 10 in the upper
+     * half: best fit takes the shorter */
+    block_give(b, top + 20, 10);
+    CHECK_EQ(block_find_free(b, 10), top + 20);
+    CHECK_EQ(block_find_free(b, 11), BLOCK_HEADER_PAGES + 200);
+    CHECK_EQ(block_find_free(b, 40), 0);
+    CHECK(b->stretch_max < 40);                                 /* the next search of 40 returns at once */
+    CHECK_EQ(block_find_free(b, 39), BLOCK_HEADER_PAGES + 200); /* a shorter one still looks */
+    /* a give may join stretches: the hint is reset */
+    /* up to the block's last page */
+    block_give(b, SL_BLOCK_PAGES - 45, 45);
+    CHECK_EQ(block_find_free(b, 45), SL_BLOCK_PAGES - 45);
+    block_give(b, BLOCK_HEADER_PAGES, 200);
+    block_give(b, top, 20);
+    block_give(b, top + 30, 256 - 30 - 45);
+    CHECK_EQ(b->free_pages, BLOCK_USABLE_PAGES);
+    CHECK_EQ(count_free(b), BLOCK_USABLE_PAGES);
+}
+
 int main(void)
 {
     void *raw = mmap(NULL, 2 * SL_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -177,6 +213,7 @@ int main(void)
     for (unsigned i = 0; i < sizeof block_pages(b)[r].owner_area; i++)
         CHECK_EQ(block_pages(b)[r].owner_area[i], 0);
     block_give(b, r, 8);
+    test_find_free(b);
     test_states(b);
     test_find_resident(b);
     return t_done("unit_block");

@@ -17,8 +17,10 @@
  *   boost     +1 block per event, at most budget / 8 (the kernel's
  *             watermark_boost_factor is of that order), gone
  *             AF_BOOST_DECAY_MS after the last event
- *   steal     a piece of a block at least half free re-types the block
- *             (steal_suitable_fallback): the taker will fill it
+ *   steal     the piece comes from the victim type's block with the
+ *             largest free chunk (__rmqueue_fallback), and a block at
+ *             least half free is re-typed (steal_suitable_fallback): the
+ *             taker fills it, and its next pieces are no events
  *   serious   a SLAB or RECLAIM piece in a RUN or BUF block: long-lived
  *             objects pin a block of transient buffers
  *   placement a malloc class's slabs go in SLAB blocks when a slab holds
@@ -110,6 +112,22 @@ sl_inline size_t af_deficit(size_t headroom, size_t budget_blocks, size_t boost,
 sl_inline enum pb_type af_slab_type(unsigned objects_per_slab)
 {
     return objects_per_slab >= AF_SLAB_DENSE_OBJECTS ? PB_SLAB : PB_BUF;
+}
+/* Which list of the victim type a fallback of `order` takes from, given
+ * the mask of its non-empty lists (bit o: a block whose largest free
+ * chunk is of order o), or -1 if none fits: the highest, the kernel's
+ * choice for unmovable pages. Its block is roughly the one with the most
+ * free pages, the one a steal can re-type whole, after which the taker's
+ * next pieces come from its own type. The fullest block that fits (the
+ * list a type takes its own chunks from) scattered the pieces instead,
+ * one event each in block after block: the mixed-lifetime shape's records
+ * and buffers under a 384 MiB budget, all live, made 2,829 events that
+ * way and re-typed 109 blocks; 1,628 and 183 this way
+ * (docs/benchmarks/extfrag.md). */
+sl_inline int af_fallback_list(unsigned lists_mask, unsigned order)
+{
+    unsigned m = lists_mask >> order;
+    return m ? (int)(order + log2_floor(m)) : -1;
 }
 /* Does a piece taken from a block with free_pages free re-type it? */
 sl_inline bool af_steal_whole(size_t free_pages) { return free_pages >= BLOCK_USABLE_PAGES / 2; }

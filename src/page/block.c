@@ -58,6 +58,7 @@ static void give_chunk(struct block *b, unsigned idx, unsigned order)
 
 void block_give(struct block *b, unsigned first, unsigned n)
 {
+    b->stretch_max = BLOCK_USABLE_PAGES; /* stretches may have grown: unknown */
     while (n) {
         /* the largest naturally aligned chunk that starts at first and fits */
         unsigned order = first ? (unsigned)__builtin_ctz(first) : BLOCK_MAX_ORDER;
@@ -139,6 +140,50 @@ bool block_take_range(struct block *b, unsigned first, unsigned n)
         i = end;
     }
     return true;
+}
+
+/* The free chunk that ends at page `end` (exclusive), or 0: chunks are
+ * naturally aligned, so its head is end - 2^k for some order k at which
+ * that is aligned; a head is PG_FREE with its order, and no other page
+ * ever is (block.h). */
+static unsigned chunk_ending_at(const struct page *pg, unsigned end)
+{
+    for (unsigned k = 0; k <= BLOCK_MAX_ORDER && (1u << k) <= end; k++) {
+        unsigned h = end - (1u << k);
+        if (h & ((1u << k) - 1))
+            break; /* not aligned at k: nor at any higher order */
+        if (h >= BLOCK_HEADER_PAGES && pg[h].h.kind == PG_FREE && pg[h].h.order == k)
+            return h;
+    }
+    return 0;
+}
+
+/* The shortest stretch of at least n free pages in a row, at any
+ * alignment. Any n pages in a row hold a naturally aligned range of
+ * 2^k pages, k = log2(n + 1) - 1 rounded down, and a free aligned range
+ * lies within one free chunk (buddies merge when both are free): so each
+ * chunk of order k or more is grown into its stretch, rightwards by the
+ * chunk heads that follow it, leftwards by the chunks that end where it
+ * starts. A few chunks a block, not a walk of its pages. */
+unsigned block_find_free(struct block *b, unsigned n)
+{
+    if (b->stretch_max < n)
+        return 0; /* searched since the last give: none this long */
+    const struct page *pg = block_pages(b);
+    unsigned best = 0, best_len = SL_BLOCK_PAGES + 1;
+    for (unsigned o = log2_floor(n + 1) - 1; o < BLOCK_NORDERS; o++)
+        for (unsigned i = b->free_head[o]; i; i = pg[i].free.next) {
+            unsigned first = i, end = i + (1u << o), h;
+            while (end < SL_BLOCK_PAGES && pg[end].h.kind == PG_FREE)
+                end += 1u << pg[end].h.order;
+            while ((h = chunk_ending_at(pg, first)))
+                first = h;
+            if (end - first >= n && end - first < best_len)
+                best = first, best_len = end - first;
+        }
+    if (!best)
+        b->stretch_max = (uint16_t)(n - 1);
+    return best;
 }
 
 void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind kind)

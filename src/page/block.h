@@ -140,6 +140,9 @@ struct block {
     uint16_t order_mask; /* bit o: free_head[o] non-empty */
     uint16_t free_head[BLOCK_NORDERS];
     uint16_t committed;        /* pages [0, committed) are read-write */
+    /* at least the longest stretch of free pages in a row (block_find_free
+     * lowers it when it finds none of n, block_give raises it to all) */
+    uint16_t stretch_max;
     struct block *next, *prev; /* page heap list links */
     /* purge state, page heap lock */
     uint16_t ndirty, nlazy;     /* popcounts of dirty[] and lazy[] */
@@ -247,6 +250,11 @@ unsigned block_take(struct block *b, unsigned order);
 void block_give(struct block *b, unsigned first, unsigned n);
 /* Take exactly pages [first, first + n) if all are free; false otherwise. */
 bool block_take_range(struct block *b, unsigned first, unsigned n);
+/* The first page of the shortest stretch of at least n free pages in a
+ * row, at any alignment (spanning chunks that are not buddies), or 0
+ * (then stretch_max is n - 1 at most, till pages are given back: the
+ * next search for n or more pages returns at once). */
+unsigned block_find_free(struct block *b, unsigned n);
 /* Mark [first, first + n) as one allocated run with head kind `kind`. */
 void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind kind);
 /* The head index of the allocated run covering page idx, or 0 (slow: for

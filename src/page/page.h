@@ -10,17 +10,21 @@
  *   0. a medium run: one parked in the shared run cache
  *   0b. a run of at most 64 pages that needs no alignment, when the
  *      buddy's chunk (step 1) is not resident: n dirty or lazy free pages
- *      in a row in one of t's blocks (page.c: resident_fit)
+ *      in a row in one of t's blocks (place.c: resident_fit)
  *   1. t's own blocks, fullest bucket first (sparse blocks drain); then
  *      the parked runs, oldest first, back to the buddy lists until one
  *      merges into a chunk that fits
  *   2. a whole free pageblock, re-typed to t
+ *   2b. a run that needs no alignment: n free pages in a row in one of
+ *      t's blocks, across chunks that are not buddies (place.c:
+ *      stretch_fit)
  *   3. a new pageblock from the OS, while the heap is within its budget
  *      (page_set_budget: SLUICE_HEAP_LIMIT, or the cgroup's limit)
- *   4. a piece of another type's block: an external fragmentation event
- *      (a serious one when a SLAB or RECLAIM piece lands in a RUN or BUF block:
- *      long-lived objects then pin a block of transient buffers); taking
- *      from a block that is at least half free re-types it
+ *   4. a piece of another type's block, the one with the largest free
+ *      chunk: an external fragmentation event (a serious one when a SLAB
+ *      or RECLAIM piece lands in a RUN or BUF block: long-lived objects
+ *      then pin a block of transient buffers); taking from a block that
+ *      is at least half free re-types it
  *   5. past the budget with no piece to take: a new pageblock all the same
  *      (ENOMEM only where the kernel refuses the mapping).
  *

@@ -8,6 +8,7 @@
  *     inside it, its equal buddy not free) or one allocated run (head
  *     PG_SLAB or PG_RUN with its length; a slab's other pages PG_TAIL
  *     pointing at it); free_pages, order_mask and the per-order lists agree;
+ *     no more free pages in a row than stretch_max says (block_find_free);
  *   - the free-page state maps: bits only on free pages, never both, the
  *     per-block counts and the global dirty, lazy and active page counts;
  *   - lazy commit: every run lies in the committed part, every page past
@@ -44,7 +45,7 @@ static bool state_bit(const uint64_t *m, unsigned i) { return (m[i / 64] >> (i %
 static void check_block(struct block *b, struct walk *w)
 {
     struct page *pg = block_pages(b);
-    unsigned free = 0, chunks[BLOCK_NORDERS] = { 0 };
+    unsigned free = 0, chunks[BLOCK_NORDERS] = { 0 }, stretch = 0, longest = 0;
     for (unsigned i = 0; i < BLOCK_HEADER_PAGES; i++)
         if (state_bit(b->dirty, i) || state_bit(b->lazy, i))
             FAIL("free-page state on a header page of block", b, "page", i);
@@ -71,6 +72,8 @@ static void check_block(struct block *b, struct walk *w)
                 FAIL("free buddies left unmerged in block", b, "page", i);
             free += n;
             chunks[o]++;
+            stretch += n; /* free pages in a row, across chunks */
+            longest = stretch > longest ? stretch : longest;
             i += n;
         } else if (h->kind == PG_SLAB || h->kind == PG_RUN) {
             unsigned n = h->npages;
@@ -91,6 +94,7 @@ static void check_block(struct block *b, struct walk *w)
                 w->active += n;
             }
             w->run(&pg[i], w->arg);
+            stretch = 0;
             i += n;
         } else {
             FAIL("page in neither a free chunk nor a run, in block", b, "page", i);
@@ -98,6 +102,8 @@ static void check_block(struct block *b, struct walk *w)
     }
     if (free != b->free_pages)
         FAIL("free page count wrong in block", b, "counted", free);
+    if (longest > b->stretch_max)
+        FAIL("free pages in a row past the block's stretch_max in block", b, "longest", longest);
     for (unsigned o = 0; o < BLOCK_NORDERS; o++) {
         unsigned n = 0, prev = 0;
         for (unsigned i = b->free_head[o]; i; i = pg[i].free.next) {

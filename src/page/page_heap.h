@@ -120,20 +120,25 @@ sl_inline struct block *find_in_type(enum pb_type type, unsigned order)
 }
 
 /* fallback.c's steal, inline here so that the fallback costs no calls
- * (find_block, page.c). */
+ * (find_room, place.c). */
 /* A piece of another type's block with a free chunk of `order`, in the
- * fallback table's order (antifrag.h): an external fragmentation event,
- * counted, serious or not; the boost rises; a block at least half free is
- * re-typed to the taker (its runs keep their own kind: a run's head says
- * what it is, and cache_stack keeps it out of the wrong cache). Lock held;
- * NULL if no other type has room. */
+ * fallback table's order (antifrag.h), from the victim type's block with
+ * the largest free chunk (af_fallback_list): an external fragmentation
+ * event, counted, serious or not; the boost rises; a block at least half
+ * free is re-typed to the taker (its runs keep their own kind: a run's
+ * head says what it is, and cache_stack keeps it out of the wrong cache).
+ * Lock held; NULL if no other type has room. */
 sl_inline struct block *block_fallback(enum pb_type type, unsigned order)
 {
     for (unsigned i = 0; i < AF_NFALLBACKS; i++) {
         enum pb_type victim = af_fallbacks[type][i];
-        struct block *b = find_in_type(victim, order);
-        if (!b)
+        unsigned mask = 0;
+        for (unsigned o = order; o < NBUCKETS; o++)
+            mask |= (unsigned)!!page_heap.lists[victim][o] << o;
+        int list = af_fallback_list(mask, order);
+        if (list < 0)
             continue;
+        struct block *b = page_heap.lists[victim][list];
         stat_add(stats_global, STAT_extfrag, 1);
         if (af_serious(type, victim))
             stat_add(stats_global, STAT_extfrag_serious, 1);
