@@ -399,12 +399,23 @@ static void *heapless_owner(void *arg)
         heapless_objs[i] = sl_malloc(48);
     return NULL;
 }
+static _Atomic int heapless_errno_changed;
 static void *heapless_free(void *arg)
 {
     (void)arg;
-    for (int i = 0; i < HEAPLESS_OBJS / 2; i++)
-        sl_free(heapless_objs[i]);
+    for (int i = 0; i < HEAPLESS_OBJS / 2; i++) {
+        errno = EDOM; /* a free leaves errno alone, even where it could get no heap */
+        if (i % 2)
+            sl_free_sized(heapless_objs[i], 48);
+        else
+            sl_free(heapless_objs[i]);
+        if (errno != EDOM)
+            atomic_store(&heapless_errno_changed, 1);
+    }
+    errno = EDOM;
     sl_free_bulk(heapless_objs + HEAPLESS_OBJS / 2, HEAPLESS_OBJS / 2);
+    if (errno != EDOM)
+        atomic_store(&heapless_errno_changed, 1);
     return NULL;
 }
 static void heapless_remote_free(void)
@@ -430,6 +441,7 @@ static void heapless_remote_free(void)
     uint64_t remote = sl_stat("free_remote");
     pthread_create(&t, NULL, heapless_free, NULL); /* no heap either */
     pthread_join(t, NULL);
+    CHECK(!atomic_load(&heapless_errno_changed));
     CHECK_EQ(sl_stat("heap_new") + sl_stat("heap_reuse"), heaps);
     const char *checked = getenv("SLUICE_CHECK");
     if (!checked || strcmp(checked, "1")) /* the checked mode holds frees back in quarantine */

@@ -210,7 +210,7 @@ sl_inline void chain_build(struct heap *h, struct slab *s, unsigned npages, uint
 
 void bulk_free(void **ptrs, size_t n, unsigned expect, void (*free_one)(void *p))
 {
-    struct heap *h = heap_get();
+    struct heap *h = heap_get_for_free();
     if (!h) { /* no memory for a heap: free one by one */
         for (size_t i = 0; i < n; i++)
             if (ptrs[i])

@@ -281,6 +281,15 @@ sl_inline struct heap *heap_get(void)
     struct heap *h = tls_heap;
     return likely(h != &heap_empty) ? h : heap_get_slow();
 }
+/* heap_get_slow for a free path: errno as it was, even when no heap can
+ * be made (a free never sets errno). */
+struct heap *heap_get_quiet(void);
+/* heap_get for a free path (heap_get_quiet). */
+sl_inline struct heap *heap_get_for_free(void)
+{
+    struct heap *h = tls_heap;
+    return likely(h != &heap_empty) ? h : heap_get_quiet();
+}
 
 /* Watermark boost (page.h): asked to, the owner gives back, on its next
  * allocation slow path, its magazines' objects, its empty slabs and its

@@ -151,7 +151,7 @@ static void free_object(struct slab *s, void *p)
     struct heap *h = tls_heap;
     /* a thread that only frees (a consumer) gets a heap too, so its counts
      * stay thread-local instead of contending on a global atomic */
-    if (h == &heap_empty && heap_get_slow())
+    if (h == &heap_empty && heap_get_quiet())
         h = tls_heap;
     if (unlikely(__atomic_load_n(&s->h.prof, __ATOMIC_RELAXED))) /* an object cache's slab with samples */
         prof_free(p);
@@ -296,7 +296,7 @@ static sl_noinline void free_block_other(void *p, struct heap *h, uint32_t t)
     struct page *run;
     if (!t && (run = run_head_at((uintptr_t)p)))
         return run_free(p, run);
-    if (t && !sl_events.checked_free && h == &heap_empty && heap_get_slow())
+    if (t && !sl_events.checked_free && h == &heap_empty && heap_get_quiet())
         /* maybe an orphan taken over whole: p may be its own; anew with
          * this heap (another heap's object: batched; else not back here
          * with heap_empty, so freed below) */

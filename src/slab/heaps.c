@@ -237,6 +237,14 @@ struct heap *heap_get_slow(void)
     return h;
 }
 
+struct heap *heap_get_quiet(void)
+{
+    int saved = errno;
+    struct heap *h = heap_get_slow();
+    errno = saved;
+    return h;
+}
+
 void heaps_sample_arm(void)
 {
     if (tls_heap != &heap_empty && !tls_heap->prof_armed)
