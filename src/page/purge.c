@@ -74,7 +74,10 @@ static bool state_take(struct block *b, unsigned first, unsigned n)
     if (b->thp)
         st_relaxed(&page_heap.thp_dirty_pages, ld_relaxed(&page_heap.thp_dirty_pages) - (d0 - b->ndirty));
     st_relaxed(&page_heap.lazy_pages, ld_relaxed(&page_heap.lazy_pages) - (l0 - b->nlazy));
-    st_relaxed(&page_heap.lazy_taken, ld_relaxed(&page_heap.lazy_taken) + (l0 - b->nlazy));
+    /* advised pages handed out again, or fresh ones in their place: the
+     * drop purge's regret (decay_drop_backoff) counts both, since a drop
+     * makes what is over the dirty cap clean */
+    st_relaxed(&page_heap.taken_back, ld_relaxed(&page_heap.taken_back) + n - (d0 - b->ndirty));
     purge_list_update(b);
     return clean;
 }
