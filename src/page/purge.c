@@ -74,10 +74,6 @@ static bool state_take(struct block *b, unsigned first, unsigned n)
     if (b->thp)
         st_relaxed(&page_heap.thp_dirty_pages, ld_relaxed(&page_heap.thp_dirty_pages) - (d0 - b->ndirty));
     st_relaxed(&page_heap.lazy_pages, ld_relaxed(&page_heap.lazy_pages) - (l0 - b->nlazy));
-    /* advised pages handed out again, or fresh ones in their place: the
-     * drop purge's regret (decay_drop_backoff) counts both, since a drop
-     * makes what is over the dirty cap clean */
-    st_relaxed(&page_heap.taken_back, ld_relaxed(&page_heap.taken_back) + n - (d0 - b->ndirty));
     purge_list_update(b);
     return clean;
 }
@@ -93,7 +89,14 @@ void pages_put(struct block *b, unsigned first, unsigned n, enum page_state st)
 bool pages_take(struct block *b, unsigned first, unsigned n)
 {
     st_relaxed(&page_heap.active_pages, ld_relaxed(&page_heap.active_pages) + n);
-    return state_take(b, first, n);
+    unsigned d0 = b->ndirty;
+    bool clean = state_take(b, first, n);
+    /* advised pages handed out again, or fresh ones in their place: the
+     * drop purge's regret (decay_drop_backoff) counts both, since a drop
+     * makes what is over the dirty cap clean (a purge's own takes, which
+     * give the pages back advised, are not counted) */
+    st_relaxed(&page_heap.taken_back, ld_relaxed(&page_heap.taken_back) + n - (d0 - b->ndirty));
+    return clean;
 }
 
 void pages_all_dirty(struct block *b)
