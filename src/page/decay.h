@@ -22,8 +22,9 @@
  *   - lazy pages count in the RSS as dirty ones do, so dirty and lazy
  *     together are held to that cap too, and what is advised beyond it
  *     goes clean, not lazy (decay_advise_plan): at every tick (the lazy
- *     pages over it, and the dirty ones past the tick's grace), at a drop
- *     and a burst; and when the heap maps a new pageblock or huge mapping,
+ *     pages over it, and the dirty ones past the tick's grace) and at a
+ *     drop (a burst's pages go lazy: taken back soon as often as not,
+ *     they are the tick's); and when the heap maps a new pageblock or huge mapping,
  *     at once, the lazy first, then the dirty past the tick's grace
  *     (decay_growth_clean); MADV_FREE only for what the cap may keep;
  *   - the huge cache's dirty mappings are free memory kept resident as
@@ -102,7 +103,7 @@ sl_inline struct growth_clean decay_growth_clean(size_t dirty_pages, size_t lazy
 }
 
 /* What the purge does with the pageblocks' dirty pages it advises down
- * to keep (0 at a drop, the cap at a tick or a burst): the resident free
+ * to keep (0 at a drop, the cap at a tick): the resident free
  * memory over the cap (decay_growth_clean: lazy first) goes clean, since
  * the kernel counts lazy pages in the RSS as long as it has memory to
  * spare, and only the part the cap may keep goes lazy, cheap to take back.
