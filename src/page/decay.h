@@ -22,9 +22,9 @@
  *   - lazy pages count in the RSS as dirty ones do, so dirty and lazy
  *     together are held to that cap too, and what is advised beyond it
  *     goes clean, not lazy (decay_advise_plan): at every tick (the lazy
- *     pages over it, and the dirty ones past the tick's grace) and at a
- *     drop (a burst's pages go lazy: taken back soon as often as not,
- *     they are the tick's); and when the heap maps a new pageblock or huge mapping,
+ *     pages over it, and the dirty ones past the tick's grace; a drop's
+ *     and a burst's pages go lazy: taken back soon as often as not, they
+ *     are the tick's); and when the heap maps a new pageblock or huge mapping,
  *     at once, the lazy first, then the dirty past the tick's grace
  *     (decay_growth_clean); MADV_FREE only for what the cap may keep;
  *   - the huge cache's dirty mappings are free memory kept resident as
@@ -103,14 +103,15 @@ sl_inline struct growth_clean decay_growth_clean(size_t dirty_pages, size_t lazy
 }
 
 /* What the purge does with the pageblocks' dirty pages it advises down
- * to keep (0 at a drop, the cap at a tick): the resident free
- * memory over the cap (decay_growth_clean: lazy first) goes clean, since
- * the kernel counts lazy pages in the RSS as long as it has memory to
- * spare, and only the part the cap may keep goes lazy, cheap to take back.
- * gcc -O2 sqlite3.c: a drop made 12 MiB lazy just before cc1's garbage
- * collector grew; at its peak they were still resident
+ * to keep (the cap, at the tick): the resident free memory over the cap
+ * (decay_growth_clean: lazy first) goes clean, since the kernel counts
+ * lazy pages in the RSS as long as it has memory to spare, and only the
+ * part the cap may keep goes lazy, cheap to take back. gcc -O2
+ * sqlite3.c: dirty pages over the cap went lazy at one tick and clean at
+ * the next, resident meanwhile while cc1's garbage collector grew
  * (docs/benchmarks/gcc-rss.md). lazy_mode: SLUICE_PURGE=free (otherwise
- * everything advised goes clean). Pages, not bytes. */
+ * everything advised goes clean). keep 0 (advise everything) is the
+ * general case. Pages, not bytes. */
 struct advise_plan {
     size_t lazy_clean;  /* lazy pages to make clean */
     size_t dirty_clean; /* dirty pages to make clean */
@@ -158,9 +159,7 @@ sl_inline bool decay_drop(size_t active_pages, size_t active_high) { return acti
 
 /* A drop purge is regretted when the program takes back, before its next
  * drop, at least half of the pages it advised: it was churning (a phase
- * that frees everything, then allocates as much again), not leaving.
- * Taken back: lazy or clean pages handed out again (what the drop made
- * clean, over the cap, or fresh pages in their place). Each
+ * that frees everything, then allocates as much again), not leaving. Each
  * regret doubles the time the next drops go unpurged (from one tick up to
  * DECAY_DROP_BACKOFF_MAX_MS); a drop purge not regretted clears it. The
  * new backoff, given the last one and the last drop's pages. */

@@ -89,13 +89,12 @@ void pages_put(struct block *b, unsigned first, unsigned n, enum page_state st)
 bool pages_take(struct block *b, unsigned first, unsigned n)
 {
     st_relaxed(&page_heap.active_pages, ld_relaxed(&page_heap.active_pages) + n);
-    unsigned d0 = b->ndirty;
+    unsigned l0 = b->nlazy;
     bool clean = state_take(b, first, n);
-    /* advised pages handed out again, or fresh ones in their place: the
-     * drop purge's regret (decay_drop_backoff) counts both, since a drop
-     * makes what is over the dirty cap clean (a purge's own takes, which
-     * give the pages back advised, are not counted) */
-    st_relaxed(&page_heap.taken_back, ld_relaxed(&page_heap.taken_back) + n - (d0 - b->ndirty));
+    /* lazy pages handed out again: the drop purge's regret
+     * (decay_drop_backoff); a purge's own takes of lazy spans, which give
+     * them back clean, are not counted (they were, by state_take) */
+    st_relaxed(&page_heap.taken_back, ld_relaxed(&page_heap.taken_back) + (l0 - b->nlazy));
     return clean;
 }
 

@@ -17,14 +17,14 @@
  * never sleeps still returns memory. SLUICE_DIRTY_DECAY_MS=0 purges every
  * freed run before its pages go back on the free lists.
  *
- * Where advised pages go (decay_advise_plan): at the tick and at a drop,
- * what is over the cap, counting the lazy pages, goes clean, and only
- * what the cap keeps goes lazy. MADV_FREE'd pages count in the RSS until
- * the kernel runs short of memory; a drop that made them all lazy left
- * gcc's cc1 12 MiB resident while its garbage collector grew, until the
- * next tick (docs/benchmarks/gcc-rss.md). At the tick the cap comes
- * before the dirty decay, so that the decay makes lazy only what the cap
- * keeps.
+ * Where advised pages go (decay_advise_plan): at the tick, what is over
+ * the cap, counting the lazy pages, goes clean, and only what the cap
+ * keeps goes lazy; the cap comes before the dirty decay, so that the
+ * decay makes lazy only what the cap keeps. MADV_FREE'd pages count in
+ * the RSS until the kernel runs short of memory: dirty pages over the
+ * cap went lazy at one tick and clean only at the next, resident all the
+ * while (docs/benchmarks/gcc-rss.md). A drop and a burst still advise
+ * MADV_FREE: what they free is taken back soon as often as not.
  */
 
 #include "../base/events.h"
@@ -66,28 +66,20 @@ static size_t advise_dirty(size_t n, enum page_state to, uint64_t cutoff_ms, boo
     return done;
 }
 
-/* Advise dirty pages down to keep (decay_advise_plan): the resident free
- * pages over the cap made clean, the lazy ones first (those lazy since
- * lazy_cutoff_ms), the dirty ones in blocks not dirtied since cutoff_ms;
- * the rest of what is advised MADV_FREE'd. Returns the dirty pages
- * advised. */
-static size_t advise_down_to(size_t keep, uint64_t cutoff_ms, uint64_t lazy_cutoff_ms, bool wait)
+/* Hold dirty and lazy pages to the cap (decay_advise_plan): what is over
+ * it made clean, the lazy ones first (those lazy since lazy_cutoff_ms),
+ * then the dirty ones in blocks not dirtied since cutoff_ms. Returns the
+ * dirty pages advised. */
+static size_t enforce_cap(uint64_t cutoff_ms, uint64_t lazy_cutoff_ms, bool wait)
 {
     struct advise_plan p = decay_advise_plan(purgeable_dirty(), ld_relaxed(&page_heap.lazy_pages),
-                                             ld_relaxed(&page_heap.active_pages), keep,
+                                             ld_relaxed(&page_heap.active_pages), purge_dirty_cap(),
                                              purge_target() == PS_LAZY);
     if (p.lazy_clean)
         p.dirty_clean += decay_clean_shortfall(p.lazy_clean,
                                                purge_spans(PS_LAZY, PS_CLEAN, lazy_cutoff_ms, p.lazy_clean, wait));
     size_t done = advise_dirty(p.dirty_clean, PS_CLEAN, cutoff_ms, wait);
     return done + advise_dirty(p.dirty_lazy, PS_LAZY, cutoff_ms, wait);
-}
-
-/* Purge dirty pages down to the cap: what is over it goes clean. Returns
- * the pages advised. */
-static size_t enforce_cap(uint64_t cutoff_ms, uint64_t lazy_cutoff_ms, bool wait)
-{
-    return advise_down_to(purge_dirty_cap(), cutoff_ms, lazy_cutoff_ms, wait);
 }
 
 static void decay(uint64_t now, bool force, bool wait)
@@ -201,8 +193,7 @@ static bool no_reclaimer(void) { return !(sl_events.reclaimer_running && sl_even
 
 /* A big free with no reclaimer to wake (a single-threaded program): the
  * freeing thread purges down to the cap itself, grace or not, so that a
- * program that frees a lot and then goes idle does not keep it dirty
- * (a drop: what is over the cap made clean, the rest lazy). At
+ * program that frees a lot and then goes idle does not keep it dirty. At
  * most once per tick, so that a program that frees and takes back more
  * than the cap over and over pays one purge per tick, not one per free;
  * but at once on a drop (decay_drop): the frees of a program that drops
@@ -216,17 +207,18 @@ static void burst_in_thread(size_t active, bool drop)
                                                  memory_order_relaxed))
         return;
     st_relaxed(&active_high, active);
-    if (drop && drop_may_purge(now)) {
-        st_relaxed(&drop_purged, ld_relaxed(&drop_purged) + advise_down_to(0, UINT64_MAX, UINT64_MAX, false));
-    } else if (tick_due) {
-        /* a burst: down to the cap, MADV_FREE, as the decay's target says;
-         * what is freed in a burst is taken back soon as often as not, and
-         * the tick makes what stays lazy over the cap clean. Clean at once,
-         * bench_mixed faulted 10% more (37,700 -> 41,550) for 1 MiB of peak */
-        size_t dirty = purgeable_dirty(), cap = purge_dirty_cap();
-        if (dirty > cap)
-            advise_dirty(dirty - cap, purge_target(), UINT64_MAX, false);
-    }
+    /* a drop advises every dirty page, a burst down to the cap, MADV_FREE
+     * as the decay's target says: what is freed in a burst or a drop is
+     * taken back soon as often as not (the drop's regret counts the lazy
+     * pages taken back), and the tick makes what stays lazy over the cap
+     * clean. Clean at once over the cap: bench_mixed faulted 10% more
+     * (37,700 -> 41,550) for 1 MiB of peak, and the Python program of
+     * bench/real_rss.py peaked 5% higher one run in five */
+    size_t dirty = purgeable_dirty(), cap = purge_dirty_cap();
+    if (drop && drop_may_purge(now))
+        st_relaxed(&drop_purged, ld_relaxed(&drop_purged) + advise_dirty(dirty, purge_target(), UINT64_MAX, false));
+    else if (tick_due && dirty > cap)
+        advise_dirty(dirty - cap, purge_target(), UINT64_MAX, false);
 }
 
 bool purge_drop_free(void)
@@ -238,7 +230,9 @@ void page_purge_taken(void)
 {
     if (sl_opt.purge == PURGE_OFF || !drop_may_purge(os_now_ms()))
         return;
-    purge_drop_advised(enforce_cap(UINT64_MAX, UINT64_MAX, true));
+    size_t dirty = purgeable_dirty(), cap = purge_dirty_cap();
+    if (dirty > cap)
+        purge_drop_advised(advise_dirty(dirty - cap, purge_target(), UINT64_MAX, true));
 }
 
 void purge_drop_advised(size_t pages) { st_relaxed(&drop_purged, ld_relaxed(&drop_purged) + pages); }
