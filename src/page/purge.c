@@ -74,6 +74,7 @@ static bool state_take(struct block *b, unsigned first, unsigned n)
     if (b->thp)
         st_relaxed(&page_heap.thp_dirty_pages, ld_relaxed(&page_heap.thp_dirty_pages) - (d0 - b->ndirty));
     st_relaxed(&page_heap.lazy_pages, ld_relaxed(&page_heap.lazy_pages) - (l0 - b->nlazy));
+    st_relaxed(&page_heap.taken_back, ld_relaxed(&page_heap.taken_back) + (l0 - b->nlazy));
     purge_list_update(b);
     return clean;
 }
@@ -89,13 +90,7 @@ void pages_put(struct block *b, unsigned first, unsigned n, enum page_state st)
 bool pages_take(struct block *b, unsigned first, unsigned n)
 {
     st_relaxed(&page_heap.active_pages, ld_relaxed(&page_heap.active_pages) + n);
-    unsigned l0 = b->nlazy;
-    bool clean = state_take(b, first, n);
-    /* lazy pages handed out again: the drop purge's regret
-     * (decay_drop_backoff); a purge's own takes of lazy spans, which give
-     * them back clean, are not counted (they were, by state_take) */
-    st_relaxed(&page_heap.taken_back, ld_relaxed(&page_heap.taken_back) + (l0 - b->nlazy));
-    return clean;
+    return state_take(b, first, n);
 }
 
 void pages_all_dirty(struct block *b)
