@@ -171,11 +171,12 @@ static void scenario_decay(void)
     CHECK(T_WAIT(decayed(), LONG_MS));
     CHECK_EQ(sl_stat("dirty_bytes") - sl_stat("dirty_thp_bytes"), 0);
     CHECK(sl_stat("reclaimer_runs") > 0); /* the reclaimer thread did it */
+    /* free mode advises MADV_FREE only what the dirty cap keeps, and the
+     * tick makes what is over it clean at once: whether any page went
+     * lazy depends on the ticks' timing (test/growth_rss.c shows both) */
     if (dontneed)
         CHECK_EQ(sl_stat("madv_free_calls"), 0);
-    else
-        CHECK(sl_stat("madv_free_calls") > 0);
-    CHECK(sl_stat("madv_dontneed_calls") > 0); /* lazy turned clean (decayed(): none left lazy) */
+    CHECK(sl_stat("madv_dontneed_calls") > 0); /* clean at the end (decayed(): none left lazy) */
 }
 
 /* Long decays: nothing happens by itself, sl_purge releases at once. */
