@@ -13,7 +13,14 @@
  * (a buffer freed and allocated again in a loop, four freed in a row)
  * until the heap grows; then the cache keeps dirty at most an eighth of
  * the memory in use, newest first, and always the newest: of the four,
- * the three older are advised. */
+ * the three older are advised.
+ *
+ * tick (the same, a tick of 100 ms: SLUICE_LAZY_DECAY_MS=400): with no
+ * growth at all, allocation slow paths that map nothing hold the cache to
+ * the cap within a few ticks: the three older are advised (then unmapped
+ * after the lazy decay), the newest kept. Before, a cache that saw no
+ * growth kept every mapping resident until its dirty decay, and with no
+ * reclaimer (a single-threaded program) for ever. */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdint.h>
@@ -93,6 +100,50 @@ static void cap(void)
         sl_free(runs[--k]);
 }
 
+/* Resident pages of [p, p + n), 0 once it is unmapped; no malloc (an
+ * allocation slow path would run the tick being watched). */
+static unsigned char vec[(8u << 20) / 4096];
+static size_t resident_or_gone(void *p, size_t n)
+{
+    size_t in = 0;
+    CHECK(n <= sizeof vec * 4096);
+    if (mincore(p, n, vec) == 0)
+        for (size_t i = 0; i < n / 4096; i++)
+            in += vec[i] & 1;
+    return in;
+}
+
+static unsigned char *tv[4];
+
+static bool older_gone(void)
+{
+    size_t older = 0;
+    for (int i = 0; i < 3; i++)
+        older += resident_or_gone(tv[i], 8u << 20);
+    return older == 0;
+}
+
+static void tick(void)
+{
+    const size_t n = 8u << 20;
+    CHECK(T_WAIT(slow_path() && sl_stat("reclaimer_runs") > 0, 20000));
+    for (int i = 0; i < 4; i++) {
+        CHECK((tv[i] = sl_malloc(n)) != NULL);
+        memset(tv[i], 0xa5, n);
+    }
+    slow_path();
+    uint64_t blocks = sl_stat("block_map");
+    for (int i = 0; i < 4; i++)
+        sl_free(tv[i]);
+    size_t all = 0;
+    for (int i = 0; i < 4; i++)
+        all += resident_or_gone(tv[i], n);
+    CHECK_EQ(all, 4 * n / 4096); /* the premise: freed, cached, resident */
+    CHECK(T_WAIT(slow_path() && older_gone(), 5000));
+    CHECK_EQ(sl_stat("block_map"), blocks); /* the tick did it, not a growth */
+    CHECK_EQ(resident_or_gone(tv[3], n), n / 4096);
+}
+
 static void advised(void)
 {
     const size_t n = 8u << 20;
@@ -122,6 +173,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "cap"))
         cap();
+    else if (argc > 1 && !strcmp(argv[1], "tick"))
+        tick();
     else
         advised();
     return t_done("huge_rss");

@@ -171,19 +171,25 @@ static void scenario_decay(void)
     CHECK(T_WAIT(decayed(), LONG_MS));
     CHECK_EQ(sl_stat("dirty_bytes") - sl_stat("dirty_thp_bytes"), 0);
     CHECK(sl_stat("reclaimer_runs") > 0); /* the reclaimer thread did it */
+    /* free mode advises MADV_FREE only what the dirty cap keeps, and the
+     * tick makes what is over it clean at once: whether any page went
+     * lazy depends on the ticks' timing (test/growth_rss.c shows both) */
     if (dontneed)
         CHECK_EQ(sl_stat("madv_free_calls"), 0);
-    else
-        CHECK(sl_stat("madv_free_calls") > 0);
-    CHECK(sl_stat("madv_dontneed_calls") > 0); /* lazy turned clean (decayed(): none left lazy) */
+    CHECK(sl_stat("madv_dontneed_calls") > 0); /* clean at the end (decayed(): none left lazy) */
 }
 
 /* Long decays: nothing happens by itself, sl_purge releases at once. */
 static void scenario_purge_now(void)
 {
+    uint64_t cleaned = sl_stat("madv_dontneed_bytes");
     size_t live = fill_and_thin();
     sl_free(sl_malloc(8u << 20)); /* a cached huge mapping too */
-    CHECK(sl_stat("dirty_bytes") + sl_stat("lazy_bytes") > (32u << 20));
+    /* a tick during the frees makes what is over the dirty cap clean at
+     * once; the cached mapping is sl_purge's to unmap */
+    CHECK(sl_stat("huge_cached_bytes") >= (8u << 20));
+    CHECK(sl_stat("dirty_bytes") + sl_stat("lazy_bytes") + (sl_stat("madv_dontneed_bytes") - cleaned) >
+          (32u << 20));
     sl_purge();
     CHECK_EQ(sl_stat("dirty_bytes"), 0);
     CHECK_EQ(sl_stat("lazy_bytes"), 0);

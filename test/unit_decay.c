@@ -1,6 +1,8 @@
 /* Unit: the decay policy (src/page/decay.h) as pure functions with a fake
  * clock: where advised memory goes, the tick, the cutoffs, the dirty cap
- * and the burst, the drop and its regret, the growth's hold on resident free pages, what is due for one cached huge mapping (dirty, lazy,
+ * and the burst, the drop and its regret, the growth's hold on resident
+ * free pages, advice over the cap going clean (decay_advise_plan), the
+ * huge cache's share of the cap, what is due for one cached huge mapping (dirty, lazy,
  * clean, forced), when a heap's owner is idle (decay_owner_idle), and
  * hugepage collapse selection (dense for long enough, sparse again). No threads, no sleeps. */
 #include "../src/page/decay.h"
@@ -58,6 +60,47 @@ int main(void)
         CHECK_EQ(c.lazy, 0);
         CHECK_EQ(c.dirty, 10000);
     }
+    /* advice: what is over the cap goes clean, only what it keeps lazy */
+    {
+        /* a drop (keep 0), cap 10000, nothing lazy: 10000 lazy, the rest clean */
+        struct advise_plan p = decay_advise_plan(30000, 0, 80000, 0, true);
+        CHECK_EQ(p.lazy_clean, 0);
+        CHECK_EQ(p.dirty_clean, 20000);
+        CHECK_EQ(p.dirty_lazy, 10000);
+        /* lazy pages already there: they count, the older go clean first */
+        p = decay_advise_plan(30000, 4000, 80000, 0, true);
+        CHECK_EQ(p.lazy_clean, 4000);
+        CHECK_EQ(p.dirty_clean, 20000);
+        CHECK_EQ(p.dirty_lazy, 10000);
+        /* a small drop under the cap: all of it lazy, cheap to take back */
+        p = decay_advise_plan(6000, 1000, 80000, 0, true);
+        CHECK_EQ(p.lazy_clean + p.dirty_clean, 0);
+        CHECK_EQ(p.dirty_lazy, 6000);
+        /* the tick's cap (keep = cap): everything advised is over it, clean */
+        p = decay_advise_plan(14000, 0, 80000, 10000, true);
+        CHECK_EQ(p.dirty_clean, 4000);
+        CHECK_EQ(p.dirty_lazy, 0);
+        p = decay_advise_plan(9000, 3000, 80000, 10000, true); /* 2000 over, all lazy */
+        CHECK_EQ(p.lazy_clean, 2000);
+        CHECK_EQ(p.dirty_clean + p.dirty_lazy, 0);
+        /* SLUICE_PURGE=dontneed: all advice goes clean, nothing lazy */
+        p = decay_advise_plan(30000, 0, 80000, 0, false);
+        CHECK_EQ(p.dirty_clean, 30000);
+        CHECK_EQ(p.lazy_clean + p.dirty_lazy, 0);
+        /* under the cap with keep: nothing */
+        p = decay_advise_plan(500, 0, 80000, 10000, true);
+        CHECK_EQ(p.lazy_clean + p.dirty_clean + p.dirty_lazy, 0);
+        /* the shortfall of a lazy purge, moved to dirty pages: never wraps
+         * (whole spans may overshoot what was asked) */
+        CHECK_EQ(decay_clean_shortfall(3000, 1000), 2000);
+        CHECK_EQ(decay_clean_shortfall(3000, 3000), 0);
+        CHECK_EQ(decay_clean_shortfall(3000, 3500), 0);
+    }
+    /* the huge cache's share of the cap: what the pageblocks leave */
+    CHECK_EQ(decay_huge_room(10000, 4000), (size_t)6000 << SL_PAGE_SHIFT);
+    CHECK_EQ(decay_huge_room(10000, 10000), 0);
+    CHECK_EQ(decay_huge_room(10000, 25000), 0);
+    CHECK_EQ(decay_huge_room(decay_dirty_cap(0), 0), (size_t)2 << 20); /* a small heap: 2 MiB */
     CHECK_EQ(decay_drop_backoff(250, 1000, 900, 250), 500); /* again: doubled */
     uint64_t b = 250;
     for (int i = 0; i < 20; i++)

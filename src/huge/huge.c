@@ -26,7 +26,8 @@
 
 static SL_LOCK_DEFINE(huge_lock, LOCK_HUGE);
 static struct huge *cache;
-static size_t cache_bytes, cache_count, live_bytes, live_count;
+static size_t cache_bytes, live_bytes, live_count;
+static _Atomic size_t cache_count; /* the lock's; read without it by huge_growth */
 
 /* Advise a cached mapping; its new state. huge_lock held (huge frees are
  * rare enough that the call may run under it). Always MADV_DONTNEED, in
@@ -46,27 +47,28 @@ static void advise_cached(struct huge *hd, uint64_t now)
 }
 
 /* The cache's dirty mappings are free memory kept resident, as a
- * pageblock's dirty pages are, and when the heap grows by a pageblock
- * (huge_growth) they are held to the same cap:
- * an eighth of the memory in use (decay.h: decay_dirty_cap, of the
- * pageblocks' active pages and the live huge mappings), newest first,
- * and always the newest; the older ones past it are advised at once
- * rather than after the dirty decay. A pageblock, not every free, nor a
- * new huge mapping: a program that cycles through a few big buffers
- * (bench/large) keeps reusing them resident (at every free it advised
- * and faulted them 1,483 times, 5.1 s instead of 0.05 s; at a new huge
- * mapping, twice the faults), while one whose heap grows does not keep
- * idle mappings resident beside its new pageblocks. gcc -O2 on sqlite3.c frees 1-9 MiB
- * buffers one after another while its heap grows: the cache held up to
- * 12 MiB of them resident at cc1's peak (about 40 MiB in use;
- * docs/benchmarks/real-rss.md). huge_lock held. */
+ * pageblock's dirty and lazy pages are, and they share the dirty cap with
+ * them (decay.h: decay_huge_room): an eighth of the memory in use (the
+ * pageblocks' active pages and the live huge mappings), less the
+ * pageblocks' resident free pages, newest first, and always the newest;
+ * the older ones past it are advised at once rather than after the dirty
+ * decay. Held to it when the heap grows (a pageblock mapped, or a huge
+ * mapping about to be: huge_growth, huge_alloc) and once per tick
+ * (huge_growth), not at every free: a program that cycles through a few
+ * big buffers (bench/large) keeps reusing them resident (at every free it
+ * advised and faulted them 1,483 times, 5.1 s instead of 0.05 s). gcc -O2
+ * on sqlite3.c frees 1-9 MiB buffers one after another while its heap
+ * grows: the cache held 12 MiB of them resident at cc1's peak, and with
+ * no reclaimer nothing decayed them (docs/benchmarks/gcc-rss.md).
+ * huge_lock held. */
 static void cap_dirty(uint64_t now)
 {
-    size_t cap = decay_dirty_cap(page_active_pages() + (live_bytes >> SL_PAGE_SHIFT)) << SL_PAGE_SHIFT, kept = 0;
+    size_t cap = decay_dirty_cap(page_active_pages() + (live_bytes >> SL_PAGE_SHIFT));
+    size_t room = decay_huge_room(cap, page_resident_free_pages()), kept = 0;
     for (struct huge *hd = cache; hd; hd = hd->next) {
         if (hd->state != PS_DIRTY)
             continue;
-        if (hd == cache || kept + hd->map_size <= cap)
+        if (hd == cache || kept + hd->map_size <= room)
             kept += hd->map_size;
         else
             advise_cached(hd, now);
@@ -74,18 +76,38 @@ static void cap_dirty(uint64_t now)
 }
 
 static _Atomic uint64_t blocks_seen; /* block_map when huge_growth last looked */
+static _Atomic uint64_t tick_last_ms; /* when huge_growth last ran the tick */
+
+/* The tick's part of huge_growth: at most once per decay tick, while the
+ * cache holds anything, the decay (dirty mappings advised after the dirty
+ * decay, advised ones unmapped after the lazy decay) and the cap. The
+ * reclaimer runs the decay on its own passes too; a single-threaded
+ * program has none, and its cache kept every mapping resident. */
+static bool tick_due(uint64_t *now)
+{
+    if (!ld_relaxed(&cache_count))
+        return false;
+    uint64_t last = ld_relaxed(&tick_last_ms);
+    *now = os_now_ms();
+    return *now - last >= decay_tick_ms(sl_opt.dirty_decay_ms, sl_opt.lazy_decay_ms) &&
+           atomic_compare_exchange_strong_explicit(&tick_last_ms, &last, *now, memory_order_relaxed,
+                                                   memory_order_relaxed);
+}
 
 void huge_growth(void)
 {
-    uint64_t b = atomic_load_explicit(&stats_global[STAT_block_map], memory_order_relaxed);
-    if (b == ld_relaxed(&blocks_seen))
+    uint64_t b = atomic_load_explicit(&stats_global[STAT_block_map], memory_order_relaxed), now = 0;
+    bool grew = b != ld_relaxed(&blocks_seen);
+    if (likely(!grew) && likely(!tick_due(&now)))
         return;
     st_relaxed(&blocks_seen, b);
     if (sl_opt.purge == PURGE_OFF)
         return;
-    lock_acquire(&huge_lock); /* once per pageblock mapped: cache_count is the lock's */
+    if (!grew)
+        huge_purge_decay(now, false);
+    lock_acquire(&huge_lock);
     if (cache_count)
-        cap_dirty(os_now_ms());
+        cap_dirty(now ? now : os_now_ms());
     lock_release(&huge_lock);
 }
 
@@ -202,7 +224,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         live_count++;
         stat_add(stats_global, STAT_huge_reuse, 1);
         if (hd->state != PS_DIRTY) /* a drop's advice taken back: its regret */
-            purge_lazy_taken(hd->map_size >> SL_PAGE_SHIFT);
+            purge_taken_back(hd->map_size >> SL_PAGE_SHIFT);
         bool clean = hd->state == PS_CLEAN;
         lock_release(&huge_lock);
         release_now(&rel);
@@ -212,6 +234,13 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         return hd->base;
     }
     lock_release(&huge_lock);
+    /* growth: the mapping about to be faulted in is new memory, so the
+     * pageblocks' free pages kept resident are held to the dirty cap
+     * first, as at a new pageblock. Not the cache's own mappings: a
+     * program that cycles through buffers of a few sizes (bench/large)
+     * maps when none cached fits, and advising the others then took twice
+     * its page faults (4,595 -> 8,134); the tick holds them to the cap. */
+    page_purge_growth();
 
     hd = meta_alloc(sizeof *hd);
     if (!hd)
@@ -365,7 +394,8 @@ void huge_trim(void)
         cache = hd->next;
         retire_locked(hd, &rel);
     }
-    cache_bytes = cache_count = 0;
+    cache_bytes = 0;
+    cache_count = 0;
     lock_release(&huge_lock);
     release_now(&rel);
 }

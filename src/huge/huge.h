@@ -68,10 +68,13 @@ void huge_gauges(struct huge_gauges *g);
 void huge_check_all(void); /* sl_check's part; aborts on a broken invariant */
 struct sl_lock *huge_fork_lock(void); /* for fork's handlers */
 
-/* The heap grew: a pageblock was mapped since the last call (the slab
- * layer's allocation slow paths call it after page_alloc, with no lock
- * held). The cache's dirty mappings are then held to the dirty cap,
- * newest kept (huge.c: cap_dirty). One load when nothing was mapped. */
+/* The slab layer's allocation slow paths call it after page_alloc, with
+ * no lock held. When the heap grew (a pageblock mapped since the last
+ * call), and once per decay tick while the cache holds mappings (with a
+ * reclaimer or without one), the cache's dirty mappings are held to
+ * their share of the dirty cap, newest kept (huge.c: cap_dirty); the
+ * tick also runs the cache's decay. Two loads when nothing was mapped and
+ * nothing is cached; a clock read per call while something is. */
 void huge_growth(void);
 
 #endif

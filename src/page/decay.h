@@ -20,10 +20,17 @@
  *     free) the reclaimer is woken, or with none the freeing thread
  *     purges down to the cap itself, at most once per tick;
  *   - lazy pages count in the RSS as dirty ones do, so dirty and lazy
- *     together are held to that cap too: once per tick, lazy pages over
- *     it that have been lazy for a tick are made clean; and when the heap
- *     maps a new pageblock, at once, the lazy first, then the dirty past
- *     the tick's grace (decay_growth_clean);
+ *     together are held to that cap too, and what is advised beyond it
+ *     goes clean, not lazy (decay_advise_plan): at every tick (the lazy
+ *     pages over it, and the dirty ones past the tick's grace; a drop's
+ *     and a burst's pages go lazy: taken back soon as often as not, they
+ *     are the tick's); and when the heap maps a new pageblock or huge mapping,
+ *     at once, the lazy first, then the dirty past the tick's grace
+ *     (decay_growth_clean); MADV_FREE only for what the cap may keep;
+ *   - the huge cache's dirty mappings are free memory kept resident as
+ *     well: they share the cap with the pageblocks' dirty and lazy pages
+ *     (decay_huge_room), the newest always kept, at every tick (with a
+ *     reclaimer or without one) and at growth;
  *   - a drop (the active pages down by an eighth since the last burst
  *     purge) purges every dirty page at once, tick or not: the free that
  *     ends it may be the program's last, and with no reclaimer nothing
@@ -93,6 +100,53 @@ sl_inline struct growth_clean decay_growth_clean(size_t dirty_pages, size_t lazy
     c.lazy = over < lazy_pages ? over : lazy_pages;
     c.dirty = over - c.lazy;
     return c;
+}
+
+/* What the purge does with the pageblocks' dirty pages it advises down
+ * to keep (the cap, at the tick): the resident free memory over the cap
+ * (decay_growth_clean: lazy first) goes clean, since the kernel counts
+ * lazy pages in the RSS as long as it has memory to spare, and only the
+ * part the cap may keep goes lazy, cheap to take back. gcc -O2
+ * sqlite3.c: dirty pages over the cap went lazy at one tick and clean at
+ * the next, resident meanwhile while cc1's garbage collector grew
+ * (docs/benchmarks/gcc-rss.md). lazy_mode: SLUICE_PURGE=free (otherwise
+ * everything advised goes clean). keep 0 (advise everything) is the
+ * general case. Pages, not bytes. */
+struct advise_plan {
+    size_t lazy_clean;  /* lazy pages to make clean */
+    size_t dirty_clean; /* dirty pages to make clean */
+    size_t dirty_lazy;  /* dirty pages to advise MADV_FREE */
+};
+sl_inline struct advise_plan decay_advise_plan(size_t dirty_pages, size_t lazy_pages, size_t active_pages,
+                                               size_t keep, bool lazy_mode)
+{
+    size_t advise = dirty_pages > keep ? dirty_pages - keep : 0;
+    struct advise_plan p = { 0, 0, 0 };
+    if (!lazy_mode) {
+        p.dirty_clean = advise;
+        return p;
+    }
+    struct growth_clean c = decay_growth_clean(dirty_pages, lazy_pages, active_pages);
+    p.lazy_clean = c.lazy;
+    p.dirty_clean = c.dirty < advise ? c.dirty : advise;
+    p.dirty_lazy = advise - p.dirty_clean;
+    return p;
+}
+/* The lazy pages a purge asked to make clean were want, it made done
+ * (whole spans: maybe more; another purger had some: maybe fewer): the
+ * dirty pages it makes clean instead of the missing ones, on top of
+ * dirty_clean. Never wraps. */
+sl_inline size_t decay_clean_shortfall(size_t want, size_t done) { return done < want ? want - done : 0; }
+
+/* The huge cache's share of the dirty cap (cap_pages: decay_dirty_cap of
+ * the pageblocks' active pages and the live huge mappings' pages), after
+ * the pageblocks' resident free pages (dirty, not in a hugepage block, and
+ * lazy): the bytes of cached mappings that may stay dirty, beside the
+ * newest, which the cache always keeps (a program that frees and takes
+ * back one buffer in a loop reuses it resident). */
+sl_inline size_t decay_huge_room(size_t cap_pages, size_t block_resident_pages)
+{
+    return (cap_pages > block_resident_pages ? cap_pages - block_resident_pages : 0) << SL_PAGE_SHIFT;
 }
 
 /* A drop: the active pages fell by an eighth or more from their high

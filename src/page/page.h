@@ -172,17 +172,26 @@ bool page_purge_pending(void); /* any dirty or lazy pages? */
 /* Pages of pageblocks handed out (slabs, runs, parked runs): what the
  * dirty cap is an eighth of (decay.h). Read without the lock. */
 size_t page_active_pages(void);
+/* The pageblocks' free pages kept resident that a purge may advise: dirty
+ * (not in a dense hugepage block, parked runs included) and lazy. Read
+ * without the lock (the huge cache's share of the dirty cap, decay.h). */
+size_t page_resident_free_pages(void);
+/* The heap grows (a pageblock mapped, or a huge mapping about to be): hold
+ * the resident free pages to the dirty cap now, lazy first, then the dirty
+ * ones past the tick's grace, with MADV_DONTNEED (decay_growth_clean).
+ * No lock held. */
+void page_purge_growth(void);
 /* The drop policy (decay.h) for memory the page layer does not hold: a
  * huge mapping is a drop by itself when freed (2 MiB or more of live
  * memory gone at once), and with no reclaimer nothing would decay it
  * later. May it be advised at once (no reclaimer running, purging on, no
  * regret backoff)? The caller then advises it and says so
  * (purge_drop_advised); taking advised memory back counts towards a
- * regret (purge_lazy_taken), and an allocation that grows the live
+ * regret (purge_taken_back), and an allocation that grows the live
  * memory says so (purge_drop_grew). */
 bool purge_drop_free(void);
 void purge_drop_advised(size_t pages);
-void purge_lazy_taken(size_t pages);
+void purge_taken_back(size_t pages);
 void purge_drop_grew(void);
 void purge_fork_child(void);
 /* The reclaimer is started and woken through sl_events (base/events.h),

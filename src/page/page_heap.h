@@ -34,7 +34,7 @@ struct page_heap {
     /* written under the lock, read without it by purge_maybe */
     _Atomic size_t dirty_pages, lazy_pages, active_pages;
     _Atomic size_t thp_dirty_pages; /* of dirty_pages, those in thp blocks: never purged */
-    _Atomic size_t lazy_taken;      /* lazy pages handed out again, ever (a drop purge's regret) */
+    _Atomic size_t taken_back;      /* lazy pages taken off the free lists, ever (a drop purge's regret) */
     _Atomic uint32_t drops;         /* drop purges, ever: page caches fall back to their least budget */
     /* pages the page caches' budgets have grown past the least, summed
      * (pcache.c; a fall is added as its two's complement): the shared run

@@ -74,7 +74,7 @@ static bool state_take(struct block *b, unsigned first, unsigned n)
     if (b->thp)
         st_relaxed(&page_heap.thp_dirty_pages, ld_relaxed(&page_heap.thp_dirty_pages) - (d0 - b->ndirty));
     st_relaxed(&page_heap.lazy_pages, ld_relaxed(&page_heap.lazy_pages) - (l0 - b->nlazy));
-    st_relaxed(&page_heap.lazy_taken, ld_relaxed(&page_heap.lazy_taken) + (l0 - b->nlazy));
+    st_relaxed(&page_heap.taken_back, ld_relaxed(&page_heap.taken_back) + (l0 - b->nlazy));
     purge_list_update(b);
     return clean;
 }
