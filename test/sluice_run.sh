@@ -39,10 +39,13 @@ PY
 # --- the whole program ---------------------------------------------------------
 if "$SLUICE" run --json "$W/sh.json" -- sh -c "sqlite3 :memory: < '$W/big.sql'" >/dev/null 2>"$W/err"; then
   check "$W/sh.json" '
-assert peak >= 50 * MiB, peak                                  # sqlite3 counted, not only the shell
+# sqlite3 counted, not only the shell (2 MiB): its peak is some 70 MiB,
+# but the samples (two or three in a run this short) may fall after its
+# frees, and at exit its free pages are held to the dirty cap
+assert peak >= 20 * MiB, peak
 q = procs["sqlite3"][0]
 assert q["peak_rss_bytes"] >= 50 * MiB and q["reported"] and q["final"], q
-assert q["final"]["gauges"]["block_rss_bytes"] >= 50 * MiB, q["final"]["gauges"]
+assert q["final"]["gauges"]["block_rss_bytes"] >= 20 * MiB, q["final"]["gauges"]
 assert "sh" in procs and procs["sh"][0]["ppid"] is not None, list(procs)
 assert r["final"]["counters"]["alloc_small"] >= q["final"]["counters"]["alloc_small"]
 ' && ok "shell-wrapped sqlite3: peak RSS $(grep -o 'peak RSS  *[0-9.]* MiB' "$W/err" | head -1 | grep -o '[0-9.]* MiB')" || bad "shell-wrapped sqlite3: $(cat "$W/err")"
