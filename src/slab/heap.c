@@ -420,9 +420,9 @@ static void pops_rebias(struct heap *h, unsigned k, unsigned cls, uint64_t left,
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     uint32_t seq = ld_relaxed(&h->pops_seq);
     st_relaxed(&h->pops_seq, seq + 1);
-    __atomic_store_n(count, at, __ATOMIC_RELEASE); /* after the odd pops_seq: heap_pops */
-    __atomic_store_n(&h->pops_bias[k][cls], at - real, __ATOMIC_RELEASE);
-    __atomic_store_n(&h->pops_seq, seq + 2, __ATOMIC_RELEASE);
+    atomic_store_explicit(count, at, memory_order_release); /* after the odd pops_seq: heap_pops */
+    atomic_store_explicit(&h->pops_bias[k][cls], at - real, memory_order_release);
+    atomic_store_explicit(&h->pops_seq, seq + 2, memory_order_release);
 }
 
 void heap_pops_settle(struct heap *h)

@@ -370,12 +370,12 @@ sl_inline void heap_pops(struct heap *h, unsigned cls, uint64_t *mag, uint64_t *
     for (;;) { /* acquire loads, no fence (ThreadSanitizer knows no fences): a
                 * count or bias the writer stored (release) after making
                 * pops_seq odd keeps the second load of it from reading older */
-        uint32_t seq = __atomic_load_n(&h->pops_seq, __ATOMIC_ACQUIRE);
-        uint64_t bm = __atomic_load_n(&h->pops_bias[0][cls], __ATOMIC_ACQUIRE);
-        uint64_t bs = __atomic_load_n(&h->pops_bias[1][cls], __ATOMIC_ACQUIRE);
-        *mag = __atomic_load_n(&h->mag_pops[cls], __ATOMIC_ACQUIRE) - bm;
-        *slab = __atomic_load_n(&h->slab_pops[cls], __ATOMIC_ACQUIRE) - bs;
-        if (!(seq & 1) && __atomic_load_n(&h->pops_seq, __ATOMIC_RELAXED) == seq)
+        uint32_t seq = atomic_load_explicit(&h->pops_seq, memory_order_acquire);
+        uint64_t bm = atomic_load_explicit(&h->pops_bias[0][cls], memory_order_acquire);
+        uint64_t bs = atomic_load_explicit(&h->pops_bias[1][cls], memory_order_acquire);
+        *mag = atomic_load_explicit(&h->mag_pops[cls], memory_order_acquire) - bm;
+        *slab = atomic_load_explicit(&h->slab_pops[cls], memory_order_acquire) - bs;
+        if (!(seq & 1) && atomic_load_explicit(&h->pops_seq, memory_order_relaxed) == seq)
             return;
     }
 }
