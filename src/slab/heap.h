@@ -24,8 +24,8 @@
  * user id are valid only while key[id] equals the cache's key; a mismatch
  * means they belong to a destroyed cache (whose slabs are gone) and are reset.
  *
- * Lock order: 1 heaps_lock (heap lists, cache ids) -> 2 page heap lock ->
- * 3 meta lock.
+ * Locks: heaps_lock (the heap lists, orphans, cache ids: LOCK_HEAPS in
+ * the one lock order, base/lock.h); everything else here is the owner's.
  */
 #ifndef SL_HEAP_H
 #define SL_HEAP_H
