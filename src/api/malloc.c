@@ -7,7 +7,7 @@
  *                  larger        huge: its own mapping
  * Profiling (prof/prof.h): a small malloc or calloc stays on the inline
  * path, whose count of its class is also the class's sample countdown
- * (slab/heap.h: heap_alloc_small), and is sampled there; every other
+ * (slab/heap_mag.h: heap_alloc_small), and is sampled there; every other
  * allocation comes out of line to alloc_prof, which counts its bytes
  * and serves it as before (alloc_unsampled) or, sampled, from a block
  * whose free looks the sample up (alloc_sampled): a page run marked
@@ -147,14 +147,11 @@ void *alloc_sampled(size_t n, size_t align, bool zero, size_t counted)
     return p;
 }
 
+/* Profiling: an allocation the inline path does not take (above
+ * alloc_fast_limit, or aligned above the grain), counted by its bytes. */
 static sl_noinline void *alloc_prof(size_t n, size_t align, bool zero)
 {
-    if (align <= SL_GRAIN && n <= sl_small_limit) { /* its class's countdown */
-        void *p = heap_alloc_small(n);
-        if (p && zero)
-            memset(p, 0, n);
-        return p;
-    }
+    sl_assert(n > alloc_fast_limit || align > SL_GRAIN); /* small ones count down their class */
     if (likely(!prof_tick(n)))
         return alloc_unsampled(n, align, zero);
     return alloc_sampled(n, align, zero, n);

@@ -264,7 +264,7 @@ void bulk_free(void **ptrs, size_t n, unsigned expect, void (*free_one)(void *p)
                     heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
             }
             /* a user cache's objects that other threads freed are live until
-             * taken (malloc classes carry the mark instead, slab/heap.h):
+             * taken (malloc classes carry the mark instead, slab/heap_free.h):
              * taken first, so that the chain's check sees them free */
             if (s->cls >= SL_NCLASSES &&
                 unlikely(ld_relaxed(slab_remote(s)) & (SLAB_REMOTE_GROUPS | SLAB_REMOTE_LOCK))) {

@@ -103,7 +103,7 @@ SL_CLASS_ZERO,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,16,17,17,18,18,19,19,20,2
 
 size_t sl_small_limit = SL_SMALL_MAX;
 
-/* Magazine depth per class (slab/heap.h): MAG_CAP. At 16 KiB and 32
+/* Magazine depth per class (slab/heap_mag.h): MAG_CAP. At 16 KiB and 32
  * objects at most, bench_sizes' 512 B-4 KiB band ran 119 instructions a
  * replacement and its 4-32 KiB band 376 (callgrind, bench_sizes 0.25 2 and
  * 3): the larger classes' slabs hold 2 to 8 objects, so a free that missed

@@ -46,7 +46,7 @@
  * which hands out a zero-size slot (zero/zero.h). class_lut[0] names it. */
 #define SL_CLASS_ZERO SL_NCLASSES
 #define SL_SMALL_MAX 32768
-/* Magazine depth per class (slab/heap.h): 64 KiB of objects, 16 to 256
+/* Magazine depth per class (slab/heap_mag.h): 64 KiB of objects, 16 to 256
  * (the classes above 4 KiB keep 16, 72 KiB to 512 KiB of them: jemalloc's
  * thread cache keeps 20 objects of its classes up to 32 KiB). A magazine
  * that a burst of frees overflows grows (heap.c: mag_grow), doubling up to

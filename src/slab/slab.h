@@ -217,7 +217,7 @@ bool slab_carve(struct slab *s);
  * empty). False if there were none. */
 bool slab_relink(struct slab *s);
 /* Where a collect may put objects instead of unlinking them: the owner's
- * magazine of the slab's class (slab/heap.h), a stack growing down from
+ * magazine of the slab's class (slab/heap_mag.h), a stack growing down from
  * top to above mark. Each object pushed keeps its live bit, and its second
  * word: the mark its freer wrote, which is the magazine's cookie. */
 struct mag_fill {
