@@ -50,8 +50,8 @@ struct heap_ids {
 };
 extern struct heap_ids ids_none; /* all keys 0: matches no cache */
 
-#define RBATCH_CAP    256         /* remote frees batched (remote_batch.c) */
-#define RBATCH_BYTES  (256 << 10)  /* ... and at most this many bytes of them */
+#define RBATCH_CAP    256         /* remote frees batched (remote_batch.c), in units: */
+#define RBATCH_BYTES  (RBATCH_CAP << 10) /* an object of 1 KiB or less is one (class_batch_units) */
 #define HEAP_TAG_NONE (~0u << TAG_HEAP_SHIFT) /* matches no page tag: heap_empty */
 
 /* A heap's counts by cache id (the malloc classes and user caches), for
@@ -104,10 +104,10 @@ struct heap {
                                          * stopped mid-operation, so its slabs are repaired
                                          * (slab_repair) before anyone uses them */
     void *mag[MAG_SLOTS];                /* owner; the magazines, see mag_top */
-    uint32_t rbatch_n, rbatch_bytes;     /* owner: remote frees batched, and their bytes */
+    uint32_t rbatch_n, rbatch_units;     /* owner: remote frees batched, and their units
+                                          * (class_batch_units) */
     void *rbatch[RBATCH_CAP];            /* owner (remote_batch.c) */
     uint8_t rbatch_cls[RBATCH_CAP];      /* owner: each one's size class */
-    uint8_t rbatch_mixed;                /* owner: nonzero if the batch may hold two classes */
     struct slab *remote_held;            /* owner: the slab whose remote lock its thread
                                           * is taking or holds (slab.h), for fork */
     uint8_t mag_shift[SL_NCLASSES];      /* owner: each magazine's depth is its class's

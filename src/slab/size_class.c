@@ -24,6 +24,12 @@ const uint32_t class_recip[SL_NCLASSES] = {
 #undef X
 };
 
+const uint8_t class_batch_units[SL_NCLASSES] = {
+#define X(size, pages) (uint8_t)((size) <= 1024 ? 1 : ((size) + 1023) / 1024),
+    SL_SIZE_CLASSES(X)
+#undef X
+};
+
 const uint8_t class_pages[SL_NCLASSES] = {
 #define X(size, pages) pages,
     SL_SIZE_CLASSES(X)

@@ -76,6 +76,9 @@ static inline bool class_object_start(unsigned cls, uint32_t off)
 {
     return (uint32_t)((uint64_t)off * class_recip[cls] >> 32) * class_size[cls] == off;
 }
+/* An object's weight in a remote batch (slab/heap.h): 1, or its size in
+ * KiB rounded up above 1 KiB. */
+extern const uint8_t class_batch_units[SL_NCLASSES];
 extern const uint8_t class_lut[SL_SMALL_MAX / 16 + 1];
 extern const uint16_t class_mag_cap[SL_NCLASSES];  /* MAG_CAP: a magazine's depth laid out */
 extern const uint16_t class_mag_room[SL_NCLASSES]; /* MAG_ROOM: the most it grows to */
