@@ -276,11 +276,12 @@ static sl_cold void free_remote_hinted(struct heap *h, void *p, uint32_t t)
  * thread's heap): batched, unread but for the double-free hint (the
  * owner's bitmap line is not read: whether it is live, the owner checks
  * when it takes it). It must be an object start of its slab (the page tag
- * gives both), so the mark lands in no other object (past the last object,
+ * gives both; p is 16-byte aligned: the fast path's pagemap test), so the
+ * mark lands in no other object (past the last object,
  * in the slab's tail, it lands in no object at all). */
 static void free_remote_batched(struct heap *h, void *p, uint32_t t)
 {
-    if (unlikely(!class_object_start(t & ((1u << TAG_PAGE_SHIFT) - 1), (uint32_t)((uintptr_t)p - tag_slab_head(p, t)))))
+    if (unlikely(!class_grain_start(t & ((1u << TAG_PAGE_SHIFT) - 1), (uint32_t)((uintptr_t)p - tag_slab_head(p, t)))))
         heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
     uint64_t cookie = __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED);
     if (unlikely(*mag_cookie(p) == cookie))
