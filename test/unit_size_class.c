@@ -48,7 +48,7 @@ int main(void)
          * (class_grain_start) */
         for (uint32_t off = 0; off < pages * 4096u; off++)
             if (class_object_start(c, off) != (off % class_size[c] == 0) ||
-                (!(off % 16) && class_grain_start(c, off) != (off % class_size[c] == 0))) {
+                (!(off % 16) && class_grain_start(c, off / 16) != (off % class_size[c] == 0))) {
                 CHECK(!"class_object_start agrees with the division");
                 fprintf(stderr, "class=%u off=%u\n", c, off);
                 break;

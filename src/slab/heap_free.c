@@ -279,9 +279,9 @@ static sl_cold void free_remote_hinted(struct heap *h, void *p, uint32_t t)
  * gives both; p is 16-byte aligned: the fast path's pagemap test), so the
  * mark lands in no other object (past the last object,
  * in the slab's tail, it lands in no object at all). */
-static void free_remote_batched(struct heap *h, void *p, uint32_t t)
+sl_inline void free_remote_batched(struct heap *h, void *p, uint32_t t)
 {
-    if (unlikely(!class_grain_start(t & ((1u << TAG_PAGE_SHIFT) - 1), (uint32_t)((uintptr_t)p - tag_slab_head(p, t)))))
+    if (unlikely(!class_grain_start(t & ((1u << TAG_PAGE_SHIFT) - 1), tag_slab_grain(p, t))))
         heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
     uint64_t cookie = __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED);
     if (unlikely(*mag_cookie(p) == cookie))
@@ -317,11 +317,19 @@ static sl_noinline void free_block_other(void *p, struct heap *h, uint32_t t)
  *     pointer, reported. */
 void heap_free_block_slow(void *p, uint32_t x)
 {
-    struct heap *h = tls_heap;
+    struct heap *h = tls_heap; /* heap_free_other_slow, below, is given it */
     uint32_t t = x ^ h->tag; /* the page tag (tag_relative undone) */
     /* the common case first, in a function that makes no call but its
      * last: another heap's object, this thread with a heap */
     if (t && x >= TAG_MINE_LIMIT && h != &heap_empty && !sl_events.checked_free)
+        return free_remote_batched(h, p, t);
+    free_block_other(p, h, t);
+}
+
+void heap_free_other_slow(void *p, uint32_t x, struct heap *h)
+{
+    uint32_t t = x ^ h->tag;
+    if (t && h != &heap_empty && !sl_events.checked_free) /* the fast path's h: no TLS load */
         return free_remote_batched(h, p, t);
     free_block_other(p, h, t);
 }

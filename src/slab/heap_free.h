@@ -107,7 +107,7 @@ sl_inline void heap_free_block_tagged(void *p, uint32_t tag)
     struct heap *h = tls_heap;
     uint32_t x = tag_relative(h, tag);
     if (unlikely(x >= TAG_MINE_LIMIT))
-        return heap_free_block_slow(p, x);
+        return heap_free_other_slow(p, x, h);
     _Atomic uint64_t *w = bitmap_word(a);
     uint64_t v = ld_relaxed(w);
     uintptr_t bit = a >> SL_GRAIN_SHIFT; /* mod 64: the bit in w */

@@ -75,20 +75,18 @@ extern const uint8_t class_pages[SL_NCLASSES];
  * Kaser and Kurz, "Faster remainder by direct computation", 2019: one
  * multiply, no division, no remainder). */
 extern const uint64_t class_div[SL_NCLASSES];
-/* Is off, bytes from the start of a slab of class cls and a multiple of
- * 16 (a grain: the caller tested the pointer's alignment), an object's
- * start? */
-static inline bool class_grain_start(unsigned cls, uint32_t off)
+/* Is grain g (16 bytes each) of a slab of class cls an object's start? */
+static inline bool class_grain_start(unsigned cls, uint32_t g)
 {
-    return (uint64_t)(off >> 4) * class_div[cls] <= class_div[cls] - 1;
+    return (uint64_t)g * class_div[cls] <= class_div[cls] - 1;
 }
 /* Is off, bytes from the start of a slab of class cls, an object's start? */
 static inline bool class_object_start(unsigned cls, uint32_t off)
 {
-    return !(off & 15) && class_grain_start(cls, off);
+    return !(off & 15) && class_grain_start(cls, off >> 4);
 }
-/* An object's weight in a remote batch (slab/heap.h): 1, or its size in
- * KiB rounded up above 1 KiB. */
+/* An object's weight in a remote batch (slab/heap_free.h): 1, or its
+ * size in KiB rounded up above 1 KiB. */
 extern const uint8_t class_batch_units[SL_NCLASSES];
 extern const uint8_t class_lut[SL_SMALL_MAX / 16 + 1];
 extern const uint16_t class_mag_cap[SL_NCLASSES];  /* MAG_CAP: a magazine's depth laid out */
