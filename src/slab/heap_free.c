@@ -283,7 +283,7 @@ sl_inline void free_remote_batched(struct heap *h, void *p, uint32_t t)
 {
     if (unlikely(!class_grain_start(t & ((1u << TAG_PAGE_SHIFT) - 1), tag_slab_grain(p, t))))
         heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
-    uint64_t cookie = __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED);
+    uint64_t cookie = h->cookie; /* heap_cookie: h is a heap */
     if (unlikely(*mag_cookie(p) == cookie))
         return free_remote_hinted(h, p, t);
     *mag_cookie(p) = cookie; /* remote_mark, the cookie already loaded */
@@ -329,7 +329,9 @@ void heap_free_block_slow(void *p, uint32_t x)
 void heap_free_other_slow(void *p, uint32_t x, struct heap *h)
 {
     uint32_t t = x ^ h->tag;
-    if (t && h != &heap_empty && !sl_events.checked_free) /* the fast path's h: no TLS load */
+    /* the fast path's h: no TLS load; heap_empty's cookie is 0, and the
+     * batched free loads h's cookie anyway */
+    if (t && h->cookie && !sl_events.checked_free)
         return free_remote_batched(h, p, t);
     free_block_other(p, h, t);
 }

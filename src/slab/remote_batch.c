@@ -93,12 +93,13 @@ static void batch_group(const struct heap *h, uintptr_t *v, unsigned n)
 
 void remote_batch_flush(struct heap *h)
 {
-    uintptr_t v[RBATCH_CAP];
+    uintptr_t v[RBATCH_CAP + 1];
     unsigned n = h->rbatch_n;
     if (!n) /* a thread's exit, a drain: mostly nothing batched */
         return;
     /* taken whole before anything is pushed (see the top) */
     batch_group(h, v, n);
+    v[n] = 0; /* ends every run: no object is in the first KiB */
     __atomic_store_n(&h->rbatch_n, 0, __ATOMIC_RELAXED);
     h->rbatch_units = 0;
     atomic_signal_fence(memory_order_seq_cst);
@@ -112,7 +113,7 @@ void remote_batch_flush(struct heap *h)
          * an object start: checked at its free, heap_free.c), its bits
          * gathered as it is found; an object twice in it is a double free */
         uint64_t mask = bitmap_bit(v[i]);
-        for (j = i + 1; j < n && v[j] >> 10 == v[i] >> 10; j++)
+        for (j = i + 1; v[j] >> 10 == v[i] >> 10; j++)
             if (unlikely(bit_test_set64(&mask, v[j] >> SL_GRAIN_SHIFT)))
                 heap_bad_free((void *)v[j], (uintptr_t)block_of((void *)v[j]) | PM_BLOCK, "free");
         uint32_t t = ld_relaxed(page_tag(v[i]));
