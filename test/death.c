@@ -353,6 +353,24 @@ static void run_case(const char *name)
         in_thread(free_list, v);
         ((volatile uint64_t *)v[0])[1] = 0; /* a write after free */
         sl_purge();
+    } else if (!strcmp(name, "remote_mark_overwritten_fill")) {
+        /* the same, found by the collect that fills the owner's magazine
+         * (its malloc's slow path: the check made as each object goes in,
+         * slab.c collect_word), not by a drain's: a slab's worth freed by
+         * another thread, the first one the fill takes written after its
+         * free, then mallocs until the slab comes back */
+        enum { N = 64 };
+        static void *v[N + 1];
+        uint64_t *first = NULL;
+        for (int i = 0; i < N; i++) {
+            v[i] = sl_malloc(64);
+            if (!first || (uintptr_t)v[i] < (uintptr_t)first)
+                first = v[i];
+        }
+        in_thread(free_list, v);
+        ((volatile uint64_t *)first)[1] = 0; /* a write after free */
+        for (int i = 0; i < 16 * N; i++)
+            sl_malloc(64);
     } else if (!strcmp(name, "double_free_remote_owner_again")) {
         /* freed by another thread, then by the owner, handed out again,
          * and only then the remote bit taken: the owner's free sees the
@@ -627,6 +645,7 @@ static const struct expect cases[] = {
     { "cache_double_free_remote_then_owner", "sluice: double free of 0x" },
     { "cache_double_free_remote_then_bulk", "sluice: double free of 0x" },
     { "remote_mark_overwritten", "sluice: double free (or write after free) of 0x" },
+    { "remote_mark_overwritten_fill", "sluice: double free (or write after free) of 0x" },
     { "double_free_remote_release", "sluice: double free of 0x" },
     { "bulk_remote_interior", "sluice: free of an interior pointer 0x" },
     { "cache_double_free_remote", "sluice: double free of 0x" },

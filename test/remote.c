@@ -1,5 +1,6 @@
 /* Remote frees, batched (slab/remote_batch.c) and set in the remote-free
- * bitmap: a thread's batch is held until it fills (by count or by bytes),
+ * bitmap: a thread's batch is held until it fills (256 units: an object
+ * of 1 KiB or less is one, a larger one a unit a KiB),
  * until the thread drains (sl_purge) or exits, or until fork orphans its
  * heap (the child flushes it); the bits of many words come back whole, and
  * nothing is written into a freed object before its owner takes it; a
@@ -17,7 +18,7 @@
 #include "sluice.h"
 #include "t.h"
 
-#define N 40 /* under the batch's 256 objects and 256 KiB at these sizes */
+#define N 40 /* under the batch's 256 units at these sizes */
 
 static void *objs[4096];
 static size_t nobjs, obj_size;
@@ -111,13 +112,16 @@ static void test_thread_exit(void)
 }
 
 /* n objects of size freed by a thread that holds its batch: `pushed` of
- * them go to their owner while it lives, by the batch's limits. */
+ * them go to their owner while it lives, by the batch's limits; the rest
+ * are the batch's bytes (the drain's held figure: no other thread holds
+ * a batch now). */
 static void check_limit(size_t n, size_t size, uint64_t pushed)
 {
     fill(n, size);
     uint64_t before = sl_stat("free_remote");
     pthread_t t = freer_start(NULL);
     CHECK_EQ(sl_stat("free_remote") - before, pushed);
+    CHECK_EQ(sl_stat("held.remote_batches"), (n - pushed) * size);
     freer_finish(t, 3);
     sl_purge();
     CHECK(sl_check() == 0);
@@ -238,8 +242,12 @@ int main(void)
 {
     test_held_until_drain();
     test_thread_exit();
-    check_limit(40, 16384, 32); /* the byte limit (256 KiB) pushes every 16th */
-    check_limit(600, 32, 512);  /* the count limit (256) pushes every 256th */
+    /* the limit is 256 units: an object of 1 KiB or less is one, a
+     * larger one a unit a KiB (rounded up), so a batch that waits holds
+     * at most 256 objects and less than 256 KiB */
+    check_limit(40, 16384, 32); /* 16 units each: every 16th pushes */
+    check_limit(600, 32, 512);  /* one unit each: every 256th */
+    check_limit(150, 1536, 128); /* two units each: every 128th (192 KiB) */
     test_fork();
     test_adopted();
     test_words();

@@ -43,9 +43,12 @@ int main(void)
         }
         CHECK_EQ(af_slab_type((unsigned)cap), class_size[c] <= 512 ? PB_SLAB : PB_BUF);
         CHECK(pages * 4096u - cap * class_size[c] <= pages * 4096u / 8);
-        /* the reciprocal's division is exact over the whole slab */
-        for (uint32_t off = 0; off < pages * 4096u; off += 16)
-            if (class_object_start(c, off) != (off % class_size[c] == 0)) {
+        /* the divisibility test by one multiply is exact over the whole
+         * slab, at every byte (class_object_start) and every grain
+         * (class_grain_start) */
+        for (uint32_t off = 0; off < pages * 4096u; off++)
+            if (class_object_start(c, off) != (off % class_size[c] == 0) ||
+                (!(off % 16) && class_grain_start(c, off / 16) != (off % class_size[c] == 0))) {
                 CHECK(!"class_object_start agrees with the division");
                 fprintf(stderr, "class=%u off=%u\n", c, off);
                 break;

@@ -112,6 +112,21 @@ sl_inline bool bit_test64(uint64_t v, uintptr_t i)
     return (v >> (i & 63)) & 1;
 #endif
 }
+/* Set bit i mod 64 of *v; was it set already? One bts on x86-64 (a
+ * remote batch's flush gathers a run's mask with it). */
+sl_inline bool bit_test_set64(uint64_t *v, uintptr_t i)
+{
+#if defined(__x86_64__)
+    bool c;
+    __asm__("btsq %2, %0" : "+r"(*v), "=@ccc"(c) : "r"(i) : "cc");
+    return c;
+#else
+    uint64_t b = (uint64_t)1 << (i & 63);
+    bool c = *v & b;
+    *v |= b;
+    return c;
+#endif
+}
 /* Clear bit i mod 64 of *v and say whether it was set: one btr, whose
  * carry flag is the old bit (bulk free's check-and-take of a live bit). */
 sl_inline bool bit_take64(uint64_t *v, uintptr_t i)

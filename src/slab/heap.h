@@ -50,8 +50,8 @@ struct heap_ids {
 };
 extern struct heap_ids ids_none; /* all keys 0: matches no cache */
 
-#define RBATCH_CAP    256         /* remote frees batched (remote_batch.c) */
-#define RBATCH_BYTES  (256 << 10)  /* ... and at most this many bytes of them */
+#define RBATCH_CAP    256         /* remote frees batched (remote_batch.c), in units: */
+#define RBATCH_BYTES  (RBATCH_CAP << 10) /* an object of 1 KiB or less is one (class_batch_units) */
 #define HEAP_TAG_NONE (~0u << TAG_HEAP_SHIFT) /* matches no page tag: heap_empty */
 
 /* A heap's counts by cache id (the malloc classes and user caches), for
@@ -104,10 +104,10 @@ struct heap {
                                          * stopped mid-operation, so its slabs are repaired
                                          * (slab_repair) before anyone uses them */
     void *mag[MAG_SLOTS];                /* owner; the magazines, see mag_top */
-    uint32_t rbatch_n, rbatch_bytes;     /* owner: remote frees batched, and their bytes */
+    uint32_t rbatch_n, rbatch_units;     /* owner: remote frees batched, and their units
+                                          * (class_batch_units) */
     void *rbatch[RBATCH_CAP];            /* owner (remote_batch.c) */
     uint8_t rbatch_cls[RBATCH_CAP];      /* owner: each one's size class */
-    uint8_t rbatch_mixed;                /* owner: nonzero if the batch may hold two classes */
     struct slab *remote_held;            /* owner: the slab whose remote lock its thread
                                           * is taking or holds (slab.h), for fork */
     uint8_t mag_shift[SL_NCLASSES];      /* owner: each magazine's depth is its class's
@@ -231,6 +231,10 @@ void heap_pops_settle(struct heap *h);
  * tag as the fast path read it, relative to this thread's heap
  * (tag_relative: the slow path undoes it, so the fast path keeps no copy). */
 void heap_free_block_slow(void *p, uint32_t x);
+/* The same for p whose page tag is another heap's (x >= TAG_MINE_LIMIT
+ * against h, this thread's heap, which the fast path holds): the remote
+ * free, batched (heap_free.c). */
+void heap_free_other_slow(void *p, uint32_t x, struct heap *h);
 struct heap *heap_get_slow(void); /* this thread's heap, created if needed */
 
 sl_inline struct heap *heap_get(void)
@@ -272,6 +276,13 @@ sl_inline uint32_t tag_relative(struct heap *h, uint32_t tag) { return tag ^ h->
 sl_inline uintptr_t tag_slab_head(const void *p, uint32_t t)
 {
     return align_down((uintptr_t)p, SL_PAGE) - ((uintptr_t)(t >> TAG_PAGE_SHIFT & ((1u << TAG_SLAB_PAGE_BITS) - 1)) << SL_PAGE_SHIFT);
+}
+/* The grain (16 bytes) of p in its slab, whose page tag is t (nonzero):
+ * (p - tag_slab_head(p, t)) / 16, without the subtraction. */
+sl_inline uint32_t tag_slab_grain(const void *p, uint32_t t)
+{
+    return (uint32_t)(((uintptr_t)p & (SL_PAGE - 1)) >> SL_GRAIN_SHIFT) |
+           (t >> TAG_PAGE_SHIFT & ((1u << TAG_SLAB_PAGE_BITS) - 1)) << (SL_PAGE_SHIFT - SL_GRAIN_SHIFT);
 }
 
 /* For the bulk and cache layers: make h->cur[id] a slab with free objects

@@ -388,7 +388,7 @@ void heap_usage(struct heap_usage *u)
             u->slab_bytes -= n * class_size[c];
             u->class_objects[c] -= n < u->class_objects[c] ? n : u->class_objects[c];
         }
-        u->slab_bytes -= __atomic_load_n(&h->rbatch_bytes, __ATOMIC_RELAXED); /* freed, waiting in a remote batch */
+        u->slab_bytes -= heap_batch_bytes(h); /* freed, waiting in a remote batch */
     }
     heaps_unlock_for_check();
     if ((ptrdiff_t)u->slab_bytes < 0) /* counts read at different instants */

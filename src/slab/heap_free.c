@@ -276,13 +276,14 @@ static sl_cold void free_remote_hinted(struct heap *h, void *p, uint32_t t)
  * thread's heap): batched, unread but for the double-free hint (the
  * owner's bitmap line is not read: whether it is live, the owner checks
  * when it takes it). It must be an object start of its slab (the page tag
- * gives both), so the mark lands in no other object (past the last object,
+ * gives both; p is 16-byte aligned: the fast path's pagemap test), so the
+ * mark lands in no other object (past the last object,
  * in the slab's tail, it lands in no object at all). */
-static void free_remote_batched(struct heap *h, void *p, uint32_t t)
+sl_inline void free_remote_batched(struct heap *h, void *p, uint32_t t)
 {
-    if (unlikely(!class_object_start(t & ((1u << TAG_PAGE_SHIFT) - 1), (uint32_t)((uintptr_t)p - tag_slab_head(p, t)))))
+    if (unlikely(!class_grain_start(t & ((1u << TAG_PAGE_SHIFT) - 1), tag_slab_grain(p, t))))
         heap_bad_free(p, pagemap_get((uintptr_t)p), "free");
-    uint64_t cookie = __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED);
+    uint64_t cookie = h->cookie; /* heap_cookie: h is a heap */
     if (unlikely(*mag_cookie(p) == cookie))
         return free_remote_hinted(h, p, t);
     *mag_cookie(p) = cookie; /* remote_mark, the cookie already loaded */
@@ -316,11 +317,21 @@ static sl_noinline void free_block_other(void *p, struct heap *h, uint32_t t)
  *     pointer, reported. */
 void heap_free_block_slow(void *p, uint32_t x)
 {
-    struct heap *h = tls_heap;
+    struct heap *h = tls_heap; /* heap_free_other_slow, below, is given it */
     uint32_t t = x ^ h->tag; /* the page tag (tag_relative undone) */
     /* the common case first, in a function that makes no call but its
      * last: another heap's object, this thread with a heap */
     if (t && x >= TAG_MINE_LIMIT && h != &heap_empty && !sl_events.checked_free)
+        return free_remote_batched(h, p, t);
+    free_block_other(p, h, t);
+}
+
+void heap_free_other_slow(void *p, uint32_t x, struct heap *h)
+{
+    uint32_t t = x ^ h->tag;
+    /* the fast path's h: no TLS load; heap_empty's cookie is 0, and the
+     * batched free loads h's cookie anyway */
+    if (t && h->cookie && !sl_events.checked_free)
         return free_remote_batched(h, p, t);
     free_block_other(p, h, t);
 }

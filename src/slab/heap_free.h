@@ -107,7 +107,7 @@ sl_inline void heap_free_block_tagged(void *p, uint32_t tag)
     struct heap *h = tls_heap;
     uint32_t x = tag_relative(h, tag);
     if (unlikely(x >= TAG_MINE_LIMIT))
-        return heap_free_block_slow(p, x);
+        return heap_free_other_slow(p, x, h);
     _Atomic uint64_t *w = bitmap_word(a);
     uint64_t v = ld_relaxed(w);
     uintptr_t bit = a >> SL_GRAIN_SHIFT; /* mod 64: the bit in w */
@@ -154,28 +154,33 @@ void heap_free_block_now(void *p);
 
 /* Batched remote frees (remote_batch.c). A free of an object of another
  * heap's malloc slab (page tag t) goes into the freeing heap's batch,
- * unread and unwritten; the batch is flushed when it holds RBATCH_CAP
- * objects or RBATCH_BYTES, and when the thread exits, drains (sl_purge, a
- * watermark boost) or is orphaned by fork. A flush sets each run of
- * objects that share a bitmap word in the remote-free bitmap, a slab's
- * words under one hold of its remote lock (slab.h). */
+ * unread but for the double-free hint, and marked; the batch is flushed
+ * when it holds RBATCH_CAP units (below), and when the thread exits,
+ * drains (sl_purge, a watermark boost) or is orphaned by fork. A flush
+ * sets each run of objects that share a bitmap word in the remote-free
+ * bitmap, a slab's words under one hold of its remote lock (slab.h). */
 void remote_batch_flush(struct heap *h);
-/* Add p (page tag t) to h's batch (the order of the writes: remote_batch.c's top). */
+/* Add p (page tag t) to h's batch (the order of the writes: remote_batch.c's
+ * top). Full at RBATCH_CAP units: an object is one, or one per KiB above
+ * 1 KiB (class_batch_units), so a batch holds at most RBATCH_CAP objects
+ * and, before its last add, less than RBATCH_BYTES. */
 sl_inline void remote_batch_add(struct heap *h, void *p, uint32_t t)
 {
     unsigned n = h->rbatch_n, cls = t & ((1u << TAG_PAGE_SHIFT) - 1);
     __atomic_store_n(&h->rbatch[n], p, __ATOMIC_RELAXED); /* free_state_find reads the batch */
-    h->rbatch_cls[n] = (uint8_t)cls;
-    h->rbatch_mixed |= (uint8_t)(cls ^ h->rbatch_cls[0]); /* the first's, for n == 0 */
+    __atomic_store_n(&h->rbatch_cls[n], (uint8_t)cls, __ATOMIC_RELAXED); /* slabinfo, heap_batch_bytes */
     atomic_signal_fence(memory_order_seq_cst); /* the slot before the count (remote_batch.c, the top) */
     __atomic_store_n(&h->rbatch_n, n + 1, __ATOMIC_RELEASE);
-    uint32_t bytes = h->rbatch_bytes + class_size[cls];
-    __atomic_store_n(&h->rbatch_bytes, bytes, __ATOMIC_RELAXED);
+    unsigned units = h->rbatch_units + class_batch_units[cls];
+    h->rbatch_units = units;
     count_add(&h->counts.free[cls], 1); /* freed now, as far as the program is concerned */
     count_add(&h->counts.remote[cls], 1);
-    if (n + 1 == RBATCH_CAP || bytes >= RBATCH_BYTES)
+    if (units >= RBATCH_CAP)
         remote_batch_flush(h);
 }
+/* The bytes in h's batch (any thread; read racily, as every count is:
+ * the drain's held figure, mallinfo). */
+size_t heap_batch_bytes(struct heap *h);
 
 /* Usable size of a live block-backed allocation at p (validated). */
 size_t heap_usable_size(void *p);

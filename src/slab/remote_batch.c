@@ -44,17 +44,35 @@ static bool unlock_slab(struct heap *h, struct slab *s, uint32_t old, uint32_t s
            heap_wake(atomic_load_explicit(&s->owner, memory_order_relaxed), s);
 }
 
+/* Does h's batch hold objects of two classes or more? Eight of its
+ * classes compared at a time with the first's. */
+static bool batch_mixed(const struct heap *h, unsigned n)
+{
+    uint64_t first = h->rbatch_cls[0] * 0x0101010101010101ull, w;
+    unsigned i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, &h->rbatch_cls[i], 8);
+        if (w != first)
+            return true;
+    }
+    for (; i < n; i++)
+        if (h->rbatch_cls[i] != h->rbatch_cls[0])
+            return true;
+    return false;
+}
+
 /* v[0, n): h's batch, grouped by class (a counting sort, stable; a slab's
  * objects are all of one class), so that a class's objects, which come in
  * allocation order, make runs of one bitmap word and one slab. Not sorted
  * by address: a merge sort cost more than the atomic ORs it saved
  * (xmalloc-test 1.47 against 1.12 without it; crossfree 0.094 against
- * 0.090 s). A batch of one class (rbatch_mixed clear: most of them) is
- * copied as it is; otherwise only the classes from the batch's lowest to
- * its highest are counted. */
+ * 0.090 s). A batch of one class (most of them) is copied as it is; it is
+ * found so here, eight classes a compare, not by the free that adds to
+ * it; otherwise only the classes from the batch's lowest to its highest
+ * are counted. */
 static void batch_group(const struct heap *h, uintptr_t *v, unsigned n)
 {
-    if (!h->rbatch_mixed) {
+    if (!batch_mixed(h, n)) {
         memcpy(v, h->rbatch, n * sizeof v[0]);
         return;
     }
@@ -75,15 +93,15 @@ static void batch_group(const struct heap *h, uintptr_t *v, unsigned n)
 
 void remote_batch_flush(struct heap *h)
 {
-    uintptr_t v[RBATCH_CAP];
+    uintptr_t v[RBATCH_CAP + 1];
     unsigned n = h->rbatch_n;
     if (!n) /* a thread's exit, a drain: mostly nothing batched */
         return;
     /* taken whole before anything is pushed (see the top) */
     batch_group(h, v, n);
+    v[n] = 0; /* ends every run: no object is in the first KiB */
     __atomic_store_n(&h->rbatch_n, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->rbatch_bytes, 0, __ATOMIC_RELAXED); /* mallinfo reads it */
-    h->rbatch_mixed = 0;
+    h->rbatch_units = 0;
     atomic_signal_fence(memory_order_seq_cst);
     /* a run of one slab's words under one hold of its remote lock */
     struct slab *locked = NULL;
@@ -95,12 +113,9 @@ void remote_batch_flush(struct heap *h)
          * an object start: checked at its free, heap_free.c), its bits
          * gathered as it is found; an object twice in it is a double free */
         uint64_t mask = bitmap_bit(v[i]);
-        for (j = i + 1; j < n && v[j] >> 10 == v[i] >> 10; j++) {
-            uint64_t bit = bitmap_bit(v[j]);
-            if (unlikely(mask & bit))
+        for (j = i + 1; v[j] >> 10 == v[i] >> 10; j++)
+            if (unlikely(bit_test_set64(&mask, v[j] >> SL_GRAIN_SHIFT)))
                 heap_bad_free((void *)v[j], (uintptr_t)block_of((void *)v[j]) | PM_BLOCK, "free");
-            mask |= bit;
-        }
         uint32_t t = ld_relaxed(page_tag(v[i]));
         if (!t || tag_relative(h, t) < TAG_MINE_LIMIT) {
             /* the slab changed hands since they were batched (orphaned,
@@ -146,7 +161,14 @@ static void drain_remote_batches(enum drain_depth depth, size_t want)
     if (tls_heap != &heap_empty)
         remote_batch_flush(tls_heap);
 }
-static size_t batch_bytes(struct heap *h) { return __atomic_load_n(&h->rbatch_bytes, __ATOMIC_RELAXED); }
-static size_t remote_batches_held(void) { return heaps_sum(batch_bytes); }
+size_t heap_batch_bytes(struct heap *h)
+{
+    unsigned n = __atomic_load_n(&h->rbatch_n, __ATOMIC_ACQUIRE);
+    size_t bytes = 0;
+    for (unsigned i = 0; i < n && i < RBATCH_CAP; i++)
+        bytes += class_size[__atomic_load_n(&h->rbatch_cls[i], __ATOMIC_RELAXED)];
+    return bytes;
+}
+static size_t remote_batches_held(void) { return heaps_sum(heap_batch_bytes); }
 DRAIN_REGISTER(remote_batches_drain, .name = "remote_batches", .order = DRAIN_REMOTE_BATCHES,
                .depths = DRAIN_ALL_DEPTHS, .run = drain_remote_batches, .held = remote_batches_held);

@@ -15,11 +15,14 @@ const uint32_t class_size[SL_NCLASSES] = {
 SL_SIZE_CLASSES(X)
 #undef X
 
-/* ceil(2^32 / size): (off * class_recip >> 32) is off / size for every
- * offset in a slab (below 2^16: the error stays under 2^-16, less than
- * the 1/size >= 2^-15 a fraction is short of 1) */
-const uint32_t class_recip[SL_NCLASSES] = {
-#define X(size, pages) (uint32_t)(((1ull << 32) + (size) - 1) / (size)),
+const uint64_t class_div[SL_NCLASSES] = {
+#define X(size, pages) UINT64_MAX / ((size) / 16) + 1,
+    SL_SIZE_CLASSES(X)
+#undef X
+};
+
+const uint8_t class_batch_units[SL_NCLASSES] = {
+#define X(size, pages) (uint8_t)((size) <= 1024 ? 1 : ((size) + 1023) / 1024),
     SL_SIZE_CLASSES(X)
 #undef X
 };

@@ -70,12 +70,24 @@ extern size_t sl_small_limit sl_hidden;
 
 extern const uint32_t class_size[SL_NCLASSES];
 extern const uint8_t class_pages[SL_NCLASSES];
-extern const uint32_t class_recip[SL_NCLASSES]; /* ceil(2^32 / size): off / size in a slab */
+/* ceil(2^64 / (size / 16)), mod 2^64: n * class_div[c] <= class_div[c] - 1
+ * (mod 2^64) when n, below 2^32, is a multiple of size / 16 (Lemire,
+ * Kaser and Kurz, "Faster remainder by direct computation", 2019: one
+ * multiply, no division, no remainder). */
+extern const uint64_t class_div[SL_NCLASSES];
+/* Is grain g (16 bytes each) of a slab of class cls an object's start? */
+static inline bool class_grain_start(unsigned cls, uint32_t g)
+{
+    return (uint64_t)g * class_div[cls] <= class_div[cls] - 1;
+}
 /* Is off, bytes from the start of a slab of class cls, an object's start? */
 static inline bool class_object_start(unsigned cls, uint32_t off)
 {
-    return (uint32_t)((uint64_t)off * class_recip[cls] >> 32) * class_size[cls] == off;
+    return !(off & 15) && class_grain_start(cls, off >> 4);
 }
+/* An object's weight in a remote batch (slab/heap_free.h): 1, or its
+ * size in KiB rounded up above 1 KiB. */
+extern const uint8_t class_batch_units[SL_NCLASSES];
 extern const uint8_t class_lut[SL_SMALL_MAX / 16 + 1];
 extern const uint16_t class_mag_cap[SL_NCLASSES];  /* MAG_CAP: a magazine's depth laid out */
 extern const uint16_t class_mag_room[SL_NCLASSES]; /* MAG_ROOM: the most it grows to */

@@ -127,15 +127,17 @@ static sl_noinline _Noreturn void collect_unmarked(struct slab *s, const void *p
     sl_fatal("double free (or write after free) of", p, "size class", s->size);
 }
 
-/* Move word w's remote-free bits out of the live bitmap, or into fill
- * while it has room; how many were unlinked (*filled counts the others).
- * The magazine's objects are live there but free: masked out of the check.
- * With mark (malloc classes), each object's second word must hold it.
- * Under the remote lock; the remote word is cleared before the live one,
- * so a thread that fork stops between the two leaves objects live (a
- * bounded leak), never a remote bit on an object that is not. */
-static unsigned collect_word(struct slab *s, uintptr_t w, void **mag, uint64_t mark, struct mag_fill *fill,
-                             unsigned *filled)
+/* Move word w's remote-free bits out of the live bitmap, or into the
+ * magazine below *top down to stop while it has room (top NULL: none);
+ * how many were unlinked. The magazine's objects are live there but
+ * free: masked out of the check. With mark (malloc classes), each
+ * object's second word must hold it: checked as the object is filled
+ * (one pass, its address computed once) or unlinked. Under the remote
+ * lock; the remote word is cleared before the live one, so a thread that
+ * fork stops between the two leaves objects live (a bounded leak), never
+ * a remote bit on an object that is not. Inline: the magazine's top
+ * stays in a register across the words of a slab. */
+sl_inline unsigned collect_word(struct slab *s, uintptr_t w, void **mag, uint64_t mark, void ***top, void **stop)
 {
     _Atomic uint64_t *rw = rbitmap_word(w);
     uint64_t m = ld_relaxed(rw);
@@ -149,20 +151,27 @@ static unsigned collect_word(struct slab *s, uintptr_t w, void **mag, uint64_t m
             live &= ~bitmap_bit((uintptr_t)*mag);
     if (unlikely(m & ~live))
         collect_bad(s, w, m & ~live);
-    if (mark)
-        for (uint64_t f = m; f; f &= f - 1) {
+    if (top) { /* their freers' mark is the magazine's cookie: they go in as they are */
+        void **t = *top;
+        for (; m && t > stop; m &= m - 1) {
+            uint64_t *p = (uint64_t *)(w + ((uintptr_t)__builtin_ctzll(m) << SL_GRAIN_SHIFT));
+            if (unlikely(p[1] != mark))
+                collect_unmarked(s, p);
+            __atomic_store_n(--t, (void *)p, __ATOMIC_RELAXED); /* free_state_find reads the slots */
+        }
+        *top = t;
+    }
+    unsigned n = 0;
+    if (mark) /* the objects unlinked, counted as they are checked */
+        for (uint64_t f = m; f; f &= f - 1, n++) {
             uint64_t *p = (uint64_t *)(w + ((uintptr_t)__builtin_ctzll(f) << SL_GRAIN_SHIFT));
             if (unlikely(p[1] != mark))
                 collect_unmarked(s, p);
         }
-    if (fill) /* their freers' mark is the magazine's cookie: they go in as they are */
-        for (; m && fill->top - 1 > fill->mark; m &= m - 1) {
-            __atomic_store_n(--fill->top, (void *)(w + ((uintptr_t)__builtin_ctzll(m) << SL_GRAIN_SHIFT)),
-                             __ATOMIC_RELAXED); /* free_state_find reads the slots */
-            ++*filled;
-        }
+    else
+        n = popcount64(m);
     st_relaxed(bw, v & ~m);
-    return (unsigned)popcount64(m);
+    return n;
 }
 
 unsigned slab_collect(struct slab *s, void **mag, struct slab **held, uint64_t mark, struct mag_fill *fill)
@@ -170,17 +179,22 @@ unsigned slab_collect(struct slab *s, void **mag, struct slab **held, uint64_t m
     uint32_t sum = atomic_load_explicit(slab_remote(s), memory_order_relaxed);
     if (!(sum & ~SLAB_FULL_BIT)) /* no group marked, and not locked */
         return 0;
+    sl_assert(!fill || mark); /* a magazine holds malloc-class objects only */
     sum = remote_lock(s, held) >> 1;
     uintptr_t base = (uintptr_t)slab_base(s), end = base + ((uintptr_t)s->h.npages << SL_PAGE_SHIFT);
-    unsigned sh = remote_sum_shift(s->h.npages), n = 0, filled = 0;
+    unsigned sh = remote_sum_shift(s->h.npages), n = 0;
+    void **top = fill ? fill->top : NULL, **stop = fill ? fill->mark + 1 : NULL;
     for (; sum; sum &= sum - 1) {
         uintptr_t w = base + ((uintptr_t)__builtin_ctz(sum) << sh << 10);
         for (unsigned k = 0; k < 1u << sh && w < end; k++, w += 64 * SL_GRAIN)
-            n += collect_word(s, w, mag, mark, fill, &filled);
+            n += fill ? collect_word(s, w, mag, mark, &top, stop) : collect_word(s, w, mag, mark, NULL, NULL);
     }
     remote_unlock(s, held, 0);
     s->unlinked = (uint16_t)(s->unlinked + n);
     s->used = (uint16_t)(s->used - n);
+    unsigned filled = fill ? (unsigned)(fill->top - top) : 0;
+    if (fill)
+        fill->top = top;
     return n + filled;
 }
 
