@@ -42,18 +42,19 @@ size_t sl_alloc_bulk(size_t size, size_t n, void **out)
     }
     if (likely(!prof_on))
         return bulk_alloc(h, size_class(size), n, out);
-    if (!bulk_alloc(h, size_class(size), n, out))
-        return 0;
-    /* sampled objects are replaced by blocks whose free finds the sample */
-    size_t idx[16], k = prof_tick_bulk(size, n, idx, 16);
+    /* the sampled ones first, as blocks whose free finds the sample, then
+     * the rest from the slabs: each object counted once, where it is made */
+    size_t idx[16], k = prof_tick_bulk(size, n, idx, 16), got = 0;
     for (size_t i = 0; i < k; i++) {
         int kept = errno;
         void *q = alloc_sampled(size, 0, false, size);
-        errno = kept; /* refused: that object stays, unsampled */
-        if (q) {
-            dealloc(out[idx[i]]);
-            out[idx[i]] = q;
-        }
+        errno = kept; /* refused: one more from the slabs, unsampled */
+        if (q)
+            out[got++] = q;
+    }
+    if (got < n && !bulk_alloc(h, size_class(size), n - got, out + got)) {
+        sl_free_bulk(out, got); /* all or none; a free leaves errno (ENOMEM) as it is */
+        return 0;
     }
     return n;
 }

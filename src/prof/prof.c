@@ -33,6 +33,7 @@ bool prof_on;
 __thread int64_t prof_left;
 static __thread struct {
     uint64_t rng;            /* 0 until the thread's first tick */
+    bool bytes_drawn;        /* prof_left has had its first gap */
     bool busy;
     unsigned ndeferred;
     uintptr_t deferred[DEFER_MAX];
@@ -53,11 +54,24 @@ static void thread_start(void)
     pt.rng = s ? s : 1;
 }
 
+/* The byte countdown's first gap is drawn by the thread's first
+ * allocation counted by bytes, which need not be its first tick: its
+ * small mallocs' class countdowns (prof_class_tick) start the random
+ * state on their own. True once, then. */
+static bool bytes_first(void)
+{
+    if (pt.bytes_drawn)
+        return false;
+    if (!pt.rng)
+        thread_start();
+    pt.bytes_drawn = true;
+    return true;
+}
+
 bool prof_tick_slow(size_t n)
 {
     (void)n;
-    if (!pt.rng) { /* the thread's first allocation: it was 0, now -n */
-        thread_start();
+    if (bytes_first()) { /* prof_left was 0, now -n */
         prof_left += (int64_t)next_gap();
         if (prof_left > 0)
             return false;
@@ -87,10 +101,8 @@ bool prof_class_tick(size_t size, bool first, uint64_t *left)
 
 size_t prof_tick_bulk(size_t size, size_t count, size_t *idx, size_t cap)
 {
-    if (!pt.rng) {
-        thread_start();
-        prof_left = (int64_t)next_gap();
-    }
+    if (bytes_first())
+        prof_left = (int64_t)next_gap(); /* was 0: no point drawn yet */
     uint64_t total = (uint64_t)size * count, point = (uint64_t)prof_left; /* 1-based byte of the next point */
     size_t k = 0;
     while (point <= total) {
