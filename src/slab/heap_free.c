@@ -13,6 +13,7 @@
 #include "../base/annotate.h"
 #include "../base/events.h"
 #include "../base/fatal.h"
+#include "../os/os.h"
 #include "../prof/prof.h"
 #include "heap_lists.h"
 
@@ -94,22 +95,40 @@ void heap_mag_flush(struct heap *h)
  * buffer where a load would stall the free. */
 static void remote_mark(void *p) { *mag_cookie(p) = __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED); }
 
+/* The request size of the run whose head is pg, left 0 (not live): one
+ * of two frees racing on two threads gets it, the other 0. An exchange, not
+ * a load and a store, while the program may have threads: the store would
+ * let two racing frees both pass, and the run would be handed out twice.
+ * Its cost: on x86-64 a locked instruction waits for every store before
+ * it, and the program's last stores are usually to the cold lines of the
+ * run it just got (perf, bench_sizes 4 4: 35% of the program's samples
+ * on the instruction after it). Before the program's first thread
+ * (os_single_threaded) no free can race this one, nor can a thread start
+ * during it (only this thread could start one), so a load and a store do:
+ * bench_sizes 1 4 (32-256 KiB) took 0.0669 s of CPU with the exchange,
+ * 0.0597 without (medians of 11 interleaved runs;
+ * docs/benchmarks/sizes.md). */
+static size_t run_take(struct page *pg)
+{
+    if (likely(os_single_threaded())) {
+        size_t req = __atomic_load_n(&pg->run.req, __ATOMIC_RELAXED);
+        __atomic_store_n(&pg->run.req, 0, __ATOMIC_RELAXED);
+        return req;
+    }
+    return __atomic_exchange_n(&pg->run.req, 0, __ATOMIC_RELAXED);
+}
+
 /* Free of the run whose head descriptor is pg, at p (run_head_at): live
- * while pg->run.req is nonzero (block.h); the exchange lets one of two
- * racing frees through, and a head that is not live (a run parked in a
- * page cache) is a double free. An exchange, not a load and a store: the
- * store would let two frees of one run racing on two threads both pass,
- * and the run would be handed out twice. Its cost: on x86-64 a locked
- * instruction waits for every store before it, and the program's last
- * stores are usually to the cold lines of the run it just got
- * (bench_sizes 1 4, 32-256 KiB: docs/benchmarks/sizes.md). */
+ * while pg->run.req is nonzero (block.h); run_take lets one of two racing
+ * frees through, and a head that is not live (a run parked in a page
+ * cache) is a double free. h is this thread's heap. */
 static void run_free(void *p, struct page *pg, struct heap *h)
 {
-    size_t req = __atomic_exchange_n(&pg->run.req, 0, __ATOMIC_RELAXED);
+    size_t req = run_take(pg);
     if (!req)
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
     bool park = true;
-    if (unlikely(pg->run.sampled)) { /* only its free writes it now: the exchange's winner */
+    if (unlikely(pg->run.sampled)) { /* only its free writes it now: run_take's winner */
         pg->run.sampled = false;
         prof_free(p);
         h = tls_heap; /* prof_free may have made this thread's heap */
