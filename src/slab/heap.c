@@ -199,7 +199,9 @@ static bool retire_or_collect(struct heap *h, struct slab *s, bool fill)
     for (;;) {
         uint32_t expected = 0;
         /* release: the remote freer that clears the bit takes s->next over */
-        if (slab_remote_cas(s, &expected, SLAB_FULL_BIT, memory_order_release) || expected == SLAB_FULL_BIT) {
+        if (atomic_compare_exchange_strong_explicit(slab_remote(s), &expected, SLAB_FULL_BIT, memory_order_release,
+                                                    memory_order_relaxed) ||
+            expected == SLAB_FULL_BIT) {
             s->state = SLAB_FULL;
             if (s->cls >= SL_NCLASSES)
                 slab_list_push(heap_full(h, s->cls), s);

@@ -40,7 +40,8 @@ void heap_free_local_slow(struct heap *h, struct slab *s, bool bulk)
 {
     if (s->state == SLAB_FULL) {
         uint32_t expected = SLAB_FULL_BIT;
-        bool cleared = slab_remote_cas(s, &expected, 0, memory_order_relaxed);
+        bool cleared = atomic_compare_exchange_strong_explicit(slab_remote(s), &expected, 0, memory_order_relaxed,
+                                                               memory_order_relaxed);
         if (s->cls >= SL_NCLASSES) {
             /* off the full list either way; a wake-up counted for it by a
              * remote freer only costs take_woken a longer scan */

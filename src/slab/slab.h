@@ -65,7 +65,6 @@
 #ifndef SL_SLAB_H
 #define SL_SLAB_H
 
-#include "../os/os.h"
 #include "../page/block.h"
 #include "size_class.h"
 
@@ -119,29 +118,6 @@ _Static_assert(sizeof(struct slab) <= sizeof(struct page), "slab fits in its pag
 sl_inline struct slab *slab_of_page(struct page *pg) { return (struct slab *)(void *)pg; }
 /* The remote-free summary word of slab s (see above). */
 sl_inline _Atomic uint32_t *slab_remote(struct slab *s) { return page_rhead((uintptr_t)page_addr((struct page *)(void *)s)); }
-
-/* The owner's compare-and-exchange of s's remote word (SLAB_FULL_BIT set
- * or cleared, success ordered by `order`): a locked instruction while
- * other threads may free into s, a load and a store before the program's
- * first thread (os_single_threaded: no other writer, and none can start
- * meanwhile). A locked instruction waits for every store before it: with
- * 4-32 KiB objects replaced at random (bench_sizes 4 3), the two owner
- * exchanges of a slab filling and unfilling took 10% of the program's
- * samples, on the instruction after them. */
-sl_inline bool slab_remote_cas(struct slab *s, uint32_t *expected, uint32_t desired, memory_order order)
-{
-    _Atomic uint32_t *w = slab_remote(s);
-    if (os_single_threaded()) {
-        uint32_t v = atomic_load_explicit(w, memory_order_relaxed);
-        if (v != *expected) {
-            *expected = v;
-            return false;
-        }
-        atomic_store_explicit(w, desired, memory_order_relaxed);
-        return true;
-    }
-    return atomic_compare_exchange_strong_explicit(w, expected, desired, order, memory_order_relaxed);
-}
 /* The summary's word-group shift for a slab of npages pages: 4 bitmap words
  * (1 KiB each) per page, at most 30 groups. */
 sl_inline unsigned remote_sum_shift(unsigned npages)
