@@ -17,6 +17,18 @@
 static char static_buf[64];
 static void *shared_p;
 
+/* Frees shared_p once the other freer is ready too (a run freed on two
+ * threads at once: run_take's exchange lets one through). */
+static pthread_barrier_t both_ready;
+static void *free_at_once(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&both_ready);
+    sl_free(shared_p);
+    return NULL;
+}
+static void *nothing(void *arg) { return arg; }
+
 static void *free_twice(void *arg)
 {
     (void)arg;
@@ -239,6 +251,23 @@ static void run_case(const char *name)
         p = sl_malloc(100000);
         sl_free(p);
         sl_free(p);
+    } else if (!strcmp(name, "double_free_medium_threaded")) {
+        /* a program that has started a thread frees runs with an exchange
+         * (slab/heap_free.c run_take), one that has not with a load and a
+         * store: each path reports a second free */
+        pthread_t t;
+        pthread_create(&t, NULL, nothing, NULL);
+        pthread_join(t, NULL);
+        p = sl_malloc(100000);
+        sl_free(p);
+        sl_free(p);
+    } else if (!strcmp(name, "double_free_medium_racing")) {
+        pthread_t t;
+        shared_p = sl_malloc(100000);
+        pthread_barrier_init(&both_ready, NULL, 2);
+        pthread_create(&t, NULL, free_at_once, NULL);
+        free_at_once(NULL);
+        pthread_join(t, NULL);
     } else if (!strcmp(name, "realloc_freed_medium")) {
         p = sl_malloc(100000); /* a run: its liveness is its head's recorded size */
         sl_free(p);
@@ -626,6 +655,8 @@ struct expect {
 static const struct expect cases[] = {
     { "double_free_small", "sluice: double free of 0x" },
     { "double_free_medium", "sluice: double free of 0x" },
+    { "double_free_medium_threaded", "sluice: double free of 0x" },
+    { "double_free_medium_racing", "sluice: double free of 0x" },
     { "double_free_huge", "sluice: double free of 0x" },
     { "realloc_freed_medium", "sluice: realloc of freed memory at 0x" },
     { "usable_size_freed_medium", "sluice: double free of 0x" },

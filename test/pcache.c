@@ -35,8 +35,46 @@ static void replace(unsigned k)
     ((char *)live[k])[0] = 1;
 }
 
+/* A medium malloc takes a parked run of its length, or one up to a
+ * quarter longer (page.h: pcache_fit_run), from the thread's cache
+ * without a refill; a run longer than that, or a 256 KiB request (the
+ * longest cached), is not handed out. */
+static void fit(void)
+{
+    uint64_t refills = sl_stat("pcache_refill");
+    void *p = sl_malloc(40 * KiB); /* 10 pages */
+    void *guard = sl_malloc(8 * KiB); /* keeps p from merging back */
+    CHECK(p && guard);
+    sl_free(p);
+    uint64_t before = sl_stat("pcache_refill");
+    void *q = sl_malloc(36 * KiB); /* 9 pages: up to 11 fit */
+    CHECK(q == p);
+    CHECK_EQ(sl_usable_size(q), 40 * KiB);
+    CHECK_EQ(sl_stat("pcache_refill"), before);
+    sl_free(q);
+    void *r = sl_malloc(28 * KiB); /* 7 pages: up to 8 fit, not 10 */
+    CHECK(r != p);
+    void *s = sl_malloc(40 * KiB); /* the parked run, exactly */
+    CHECK(s == p);
+    sl_free(s);
+    void *l = sl_malloc(LONGEST_RUN); /* 64 pages, the longest cached */
+    CHECK(l != NULL);
+    sl_free(l);
+    void *l2 = sl_malloc(LONGEST_RUN - 48 * KiB); /* 52 pages: up to 65, so 64 fit */
+    CHECK(l2 == l);
+    void *m = sl_malloc(LONGEST_RUN); /* none of 64 parked, and none longer cached */
+    CHECK(m && m != l2);
+    CHECK_EQ(sl_usable_size(m), LONGEST_RUN);
+    sl_free(m);
+    sl_free(l2);
+    sl_free(r);
+    sl_free(guard);
+    printf("fit: %llu refills\n", (unsigned long long)(sl_stat("pcache_refill") - refills));
+}
+
 int main(void)
 {
+    fit();
     uint64_t most = 0, refills = sl_stat("pcache_refill");
     for (unsigned k = 0; k < LIVE; k++)
         replace(k);

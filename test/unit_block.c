@@ -118,6 +118,34 @@ static void test_find_resident(struct block *b)
     CHECK_EQ(block_find_resident(b, 4), 0);
     block_state_take(b, BLOCK_HEADER_PAGES, BLOCK_USABLE_PAGES);
     CHECK_EQ(b->ndirty + b->nlazy, 0);
+    /* random states against a page-by-page search, every length: the
+     * word-at-a-time search's carried, inner and top stretches */
+    uint64_t seed = 7;
+    for (int round = 0; round < 40; round++) {
+        for (int k = 0; k < 12; k++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned a = BLOCK_HEADER_PAGES + (unsigned)(seed >> 33) % BLOCK_USABLE_PAGES;
+            unsigned len = 1 + (unsigned)(seed >> 20) % (round < 20 ? 40 : 150);
+            if (a + len > SL_BLOCK_PAGES)
+                len = SL_BLOCK_PAGES - a;
+            if ((seed >> 60) & 1)
+                block_state_take(b, a, len);
+            else
+                block_state_set(b, a, len, (seed >> 61) & 1 ? PS_LAZY : PS_DIRTY);
+        }
+        for (unsigned n = 1; n <= 200; n++) {
+            unsigned want = 0;
+            for (unsigned i = BLOCK_HEADER_PAGES, run = 0; i < SL_BLOCK_PAGES && !want; i++) {
+                bool res = (b->dirty[i / 64] | b->lazy[i / 64]) >> (i % 64) & 1;
+                run = res ? run + 1 : 0;
+                if (run == n)
+                    want = i + 1 - n;
+            }
+            CHECK_EQ(block_find_resident(b, n), want);
+        }
+    }
+    block_state_take(b, BLOCK_HEADER_PAGES, BLOCK_USABLE_PAGES);
+    CHECK_EQ(b->ndirty + b->nlazy, 0);
 }
 
 /* block_find_free: n free pages in a row at any alignment, across chunks

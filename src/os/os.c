@@ -367,12 +367,6 @@ void os_write_err(const char *s, size_t n)
     errno = saved;
 }
 
-/* glibc's flag (2.32+): true until the process first creates a thread.
- * Weak, so that a libc without it counts as multi-threaded. */
-extern char __libc_single_threaded __attribute__((weak));
-
-bool os_single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
-
 bool os_thread_start(void *(*fn)(void *), void *arg)
 {
     int saved = errno;

@@ -33,8 +33,13 @@ enum os_purge os_purge(void *p, size_t size, enum os_purge how);
 uint64_t os_now_ms(void);                          /* monotonic, coarse */
 uint64_t os_now_ns(void);                          /* monotonic, fine */
 uint64_t os_cpu_ns(bool process); /* CPU time used by the whole process (exited threads too), or by this thread */
-/* Has the program never created a thread (glibc's __libc_single_threaded)? */
-bool os_single_threaded(void);
+/* Has the program never created a thread? glibc's flag (2.32+), true
+ * until the process first creates a thread (pthread_create clears it
+ * before the thread starts), as glibc's malloc and libstdc++'s shared_ptr
+ * read it to skip their atomics. Weak, so that a libc without it counts
+ * as multi-threaded. Inline: a free's fast path reads it. */
+extern char __libc_single_threaded __attribute__((weak));
+sl_inline bool os_single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
 /* A detached background thread with every signal blocked and a 64 KiB
  * stack; false if pthread_create refused. */
 bool os_thread_start(void *(*fn)(void *), void *arg);

@@ -310,12 +310,25 @@ unsigned block_state_next(const struct block *b, enum page_state st, unsigned at
 
 /* The first n free pages in a row that are resident (dirty or lazy): a
  * run of n set bits in dirty[] | lazy[], which hold free pages only.
- * Returns its first page, or 0 if none. */
+ * Returns its first page, or 0 if none. Word by word: the stretch carried
+ * in from the words below, then (n <= 64, and some pages i and i + n - 1
+ * resident) one wholly inside the word, by and-ing the word with itself
+ * shifted (bit i then says bits i .. i + n - 1 are all set), then the
+ * word's top stretch carried on. The first in page order either way: a
+ * stretch inside the word that starts below the top stretch is found
+ * before it, and the carried one starts below both. Most calls find
+ * nothing (the block's resident pages are in shorter stretches): a stretch
+ * at a time this took ~260 instructions a call, 18 a replacement of
+ * 32-256 KiB objects (bench_sizes 0.5 4 less 0.25 4); now ~145 and 8. */
 unsigned block_find_resident(const struct block *b, unsigned n)
 {
-    unsigned start = 0, len = 0;
+    unsigned start = 0, len = 0; /* the stretch reaching this word's bit 0 */
     for (unsigned w = BLOCK_HEADER_PAGES / 64; w < SL_BLOCK_PAGES / 64; w++) {
         uint64_t v = b->dirty[w] | b->lazy[w];
+        if (!v) {
+            len = 0;
+            continue;
+        }
         if (v == ~0ull) { /* a whole word resident: the stretch goes on */
             if (!len)
                 start = w * 64;
@@ -324,23 +337,20 @@ unsigned block_find_resident(const struct block *b, unsigned n)
                 return start;
             continue;
         }
-        for (unsigned i = 0; i < 64;) {
-            uint64_t rest = v >> i;
-            if (!(rest & 1)) { /* a gap: the stretch ends, skip to the next set bit */
-                len = 0;
-                if (!rest)
-                    break;
-                i += (unsigned)__builtin_ctzll(rest);
-                continue;
+        if (len && len + (unsigned)__builtin_ctzll(~v) >= n)
+            return start;
+        if (n <= 64 && (v & v >> (n - 1))) { /* pages i and i + n - 1 resident, for some i */
+            uint64_t m = v;
+            for (unsigned have = 1; have < n && m;) {
+                unsigned s = have < n - have ? have : n - have;
+                m &= m >> s;
+                have += s;
             }
-            unsigned ones = rest == ~0ull >> i ? 64 - i : (unsigned)__builtin_ctzll(~rest);
-            if (!len)
-                start = w * 64 + i;
-            len += ones;
-            if (len >= n)
-                return start;
-            i += ones;
+            if (m)
+                return w * 64 + (unsigned)__builtin_ctzll(m);
         }
+        len = (unsigned)__builtin_clzll(~v); /* the ones at the top */
+        start = w * 64 + 64 - len;
     }
     return 0;
 }

@@ -185,8 +185,9 @@ sl_inline bool bitmap_test(uintptr_t a)
 }
 /* A medium run has no live bit: it is live while the run.req of its head
  * descriptor is nonzero. Its free exchanges req with 0 (one winner if two
- * threads free it), so the only PG_RUN head that is not live, a freed run
- * parked in a page cache, reads 0. A run given back to the buddy lists
+ * threads free it; a load and a store before the program's first thread:
+ * slab/heap_free.c run_take), so the only PG_RUN head that is not live, a
+ * freed run parked in a page cache, reads 0. A run given back to the buddy lists
  * becomes a free chunk's head or tail (PG_FREE, PG_FREE_TAIL), a slab's
  * pages are all rewritten (PG_SLAB, PG_TAIL), and a run's other pages
  * never were heads since they were last free; so no page inside a live

@@ -84,13 +84,43 @@ sl_inline void *pcache_pop(struct page_cache *pc, int ct, unsigned n)
     return r;
 }
 
-/* The fast path of a medium run's malloc: a parked run of exactly n pages
- * from the thread's own page cache, or NULL (then page_alloc). */
+/* A medium run a little longer than n pages (n < PCACHE_MAX_PAGES) parked
+ * on the runs' stack: the shortest of n + 1 .. n + n / PCACHE_FIT_DIV
+ * pages, or 0. Medium lengths vary with the requests, so an exact match is
+ * rare; handing out a run up to a quarter longer whole (its head keeps its
+ * real length: usable size, resize and free all see it) saves a trip to
+ * the shared heap and a buddy split and merge. Measured on 1000 live runs
+ * of 32-256 KiB replaced at random (callgrind, bench_sizes 0.5 4 less
+ * bench_sizes 0.25 4): 1,222 -> 789 instructions per replacement;
+ * page-heap refills halved. Runs of 4-7 pages (16-28 KiB) may take one
+ * page more too: with PCACHE_DEPTH 16 (was 8), 4-32 KiB objects replaced
+ * at random (bench_sizes 0.5 3 less 0.25 3) went from 336 to 282
+ * instructions a replacement, page-heap refills from 64,444 to 17,593 and
+ * drains from 16,406 to 2,176 (bench_sizes 1 3). */
+sl_inline unsigned pcache_fit_run(const struct page_cache *pc, unsigned n)
+{
+    unsigned hi = n + n / PCACHE_FIT_DIV;
+    if (hi > PCACHE_MAX_PAGES)
+        hi = PCACHE_MAX_PAGES;
+    uint64_t want = pc->nonempty[PCACHE_RUNS] >> n; /* bit 0: n + 1 pages */
+    want &= hi - n >= 64 ? ~0ull : (1ull << (hi - n)) - 1;
+    return want ? n + 1 + (unsigned)__builtin_ctzll(want) : 0;
+}
+
+/* The fast path of a medium run's malloc: a parked run of n pages from
+ * the thread's own page cache, or one a little longer (pcache_fit_run),
+ * or NULL (then page_alloc). The fit is taken here, not past the call to
+ * the slow path: one malloc in six of 32-256 KiB objects replaced at
+ * random takes a longer run (bench_sizes 0.5 4: 18,848 of 100,001), and
+ * each took ~110 instructions more through alloc_run_slow and page_alloc. */
 sl_inline void *page_cache_pop_run(struct page_cache *pc, size_t n)
 {
-    if (n > PCACHE_MAX_PAGES || !pc->count[PCACHE_RUNS][n])
+    if (n > PCACHE_MAX_PAGES)
         return NULL;
-    return pcache_pop(pc, PCACHE_RUNS, (unsigned)n);
+    unsigned m = (unsigned)n;
+    if (!pc->count[PCACHE_RUNS][m] && (m == PCACHE_MAX_PAGES || !(m = pcache_fit_run(pc, m))))
+        return NULL;
+    return pcache_pop(pc, PCACHE_RUNS, m);
 }
 
 /* The fast path of a medium run's free: park the run (head pg, PG_RUN) in

@@ -32,28 +32,10 @@ static int cache_stack(enum pb_type type, enum page_kind kind)
     return type == PB_SLAB ? PCACHE_SLABS : type == PB_BUF ? PCACHE_BUF_SLABS : -1;
 }
 
-/* A medium run a little longer than n pages parked in the cache: the
- * shortest of n + 1 .. n + n / PCACHE_FIT_DIV pages, or 0. Medium lengths
- * vary with the requests, so an exact match is rare; handing out a run up
- * to a quarter longer whole (its head keeps its real length: usable size,
- * resize and free all see it) saves a trip to the shared heap and a buddy
- * split and merge. Measured on 1000 live runs of 32-256 KiB replaced at
- * random (callgrind, bench_sizes 0.5 4 less bench_sizes 0.25 4): 1,222 ->
- * 789 instructions per replacement; page-heap refills halved. Runs of 4-7
- * pages (16-28 KiB) may take one page more too: with PCACHE_DEPTH 16 (was
- * 8), 4-32 KiB objects replaced at random (bench_sizes 0.5 3 less 0.25 3)
- * went from 336 to 282 instructions a replacement, page-heap refills from
- * 64,444 to 17,593 and drains from 16,406 to 2,176 (bench_sizes 1 3). */
+/* A run a little longer than n pages on stack ct (pcache_fit_run), or 0. */
 static unsigned pcache_fit(struct page_cache *pc, int ct, unsigned n)
 {
-    if (ct != PCACHE_RUNS || n >= PCACHE_MAX_PAGES)
-        return 0;
-    unsigned hi = n + n / PCACHE_FIT_DIV;
-    if (hi > PCACHE_MAX_PAGES)
-        hi = PCACHE_MAX_PAGES;
-    uint64_t want = pc->nonempty[ct] >> n; /* bit 0: n + 1 pages */
-    want &= hi - n >= 64 ? ~0ull : (1ull << (hi - n)) - 1;
-    return want ? n + 1 + (unsigned)__builtin_ctzll(want) : 0;
+    return ct == PCACHE_RUNS && n < PCACHE_MAX_PAGES ? pcache_fit_run(pc, n) : 0;
 }
 
 /* What the budget's policy reads of the page heap (no lock: counters). */

@@ -13,6 +13,7 @@
 #include "../base/annotate.h"
 #include "../base/events.h"
 #include "../base/fatal.h"
+#include "../os/os.h"
 #include "../prof/prof.h"
 #include "heap_lists.h"
 
@@ -94,24 +95,43 @@ void heap_mag_flush(struct heap *h)
  * buffer where a load would stall the free. */
 static void remote_mark(void *p) { *mag_cookie(p) = __atomic_load_n(&heap_cookie, __ATOMIC_RELAXED); }
 
-/* Free of the run whose head descriptor is pg, at p (run_head_at): live
- * while pg->run.req is nonzero (block.h); the exchange lets one of two
- * racing frees through, and a head that is not live (a run parked in a
- * page cache) is a double free. An exchange, not a load and a store: the
- * store would let two frees of one run racing on two threads both pass,
- * and the run would be handed out twice. Its cost: on x86-64 a locked
- * instruction waits for every store before it, and the program's last
- * stores are usually to the cold lines of the run it just got
- * (bench_sizes 1 4, 32-256 KiB: docs/benchmarks/sizes.md). */
-static void run_free(void *p, struct page *pg)
+/* The request size of the run whose head is pg, left 0 (not live): one
+ * of two frees racing on two threads gets it, the other 0. An exchange, not
+ * a load and a store, while the program may have threads: the store would
+ * let two racing frees both pass, and the run would be handed out twice.
+ * Its cost: on x86-64 a locked instruction waits for every store before
+ * it, and the program's last stores are usually to the cold lines of the
+ * run it just got (perf, bench_sizes 4 4: 35% of the program's samples
+ * on the instruction after it). Before the program's first thread
+ * (os_single_threaded) no free can race this one, nor can a thread start
+ * during it (only this thread could start one), so a load and a store do:
+ * bench_sizes 1 4 (32-256 KiB) took 0.0669 s of CPU with the exchange,
+ * 0.0597 without (medians of 11 interleaved runs;
+ * docs/benchmarks/sizes.md). */
+static size_t run_take(struct page *pg)
 {
-    size_t req = __atomic_exchange_n(&pg->run.req, 0, __ATOMIC_RELAXED);
+    if (likely(os_single_threaded())) {
+        size_t req = __atomic_load_n(&pg->run.req, __ATOMIC_RELAXED);
+        __atomic_store_n(&pg->run.req, 0, __ATOMIC_RELAXED);
+        return req;
+    }
+    return __atomic_exchange_n(&pg->run.req, 0, __ATOMIC_RELAXED);
+}
+
+/* Free of the run whose head descriptor is pg, at p (run_head_at): live
+ * while pg->run.req is nonzero (block.h); run_take lets one of two racing
+ * frees through, and a head that is not live (a run parked in a page
+ * cache) is a double free. h is this thread's heap. */
+static void run_free(void *p, struct page *pg, struct heap *h)
+{
+    size_t req = run_take(pg);
     if (!req)
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
     bool park = true;
-    if (unlikely(pg->run.sampled)) { /* only its free writes it now: the exchange's winner */
+    if (unlikely(pg->run.sampled)) { /* only its free writes it now: run_take's winner */
         pg->run.sampled = false;
         prof_free(p);
+        h = tls_heap; /* prof_free may have made this thread's heap */
         /* a sampled small object's pages go back to the page heap, not
          * to the page cache: parked there they would fill the cache with
          * runs that no medium malloc asked for (bench_sizes' 4-32 KiB
@@ -119,7 +139,6 @@ static void run_free(void *p, struct page *pg)
          * 20.9 not parked; bench_mixed 148.9, 154.5, 149.4) */
         park = req > SL_SMALL_MAX;
     }
-    struct heap *h = tls_heap;
     if (likely(h != &heap_empty) && park && page_cache_push_run(&h->pcache, p, pg)) {
         stat_add(h->stats, STAT_free_medium, 1);
         return;
@@ -253,7 +272,7 @@ void heap_free_block_now(void *p)
     uintptr_t a = (uintptr_t)p;
     struct page *run = run_head_at(a);
     if (run)
-        return run_free(p, run);
+        return run_free(p, run, tls_heap);
     if (!bitmap_test(a)) {
         if (sl_events.checked_free) /* checked mode: its pointers have no live bit */
             return sl_events.checked_free(p);
@@ -290,14 +309,11 @@ sl_inline void free_remote_batched(struct heap *h, void *p, uint32_t t)
     remote_batch_add(h, p, t);
 }
 
-/* heap_free_block_slow's cases but the batched one (below): h is this
- * thread's heap, t p's page tag. */
+/* heap_free_block_slow's cases but a run's and the batched one (below): h
+ * is this thread's heap, t p's page tag (nonzero). */
 static sl_noinline void free_block_other(void *p, struct heap *h, uint32_t t)
 {
-    struct page *run;
-    if (!t && (run = run_head_at((uintptr_t)p)))
-        return run_free(p, run);
-    if (t && !sl_events.checked_free && h == &heap_empty && heap_get_quiet())
+    if (!sl_events.checked_free && h == &heap_empty && heap_get_quiet())
         /* maybe an orphan taken over whole: p may be its own; anew with
          * this heap (another heap's object: batched; else not back here
          * with heap_empty, so freed below) */
@@ -319,9 +335,18 @@ void heap_free_block_slow(void *p, uint32_t x)
 {
     struct heap *h = tls_heap; /* heap_free_other_slow, below, is given it */
     uint32_t t = x ^ h->tag; /* the page tag (tag_relative undone) */
-    /* the common case first, in a function that makes no call but its
-     * last: another heap's object, this thread with a heap */
-    if (t && x >= TAG_MINE_LIMIT && h != &heap_empty && !sl_events.checked_free)
+    if (!t) { /* no malloc slab's page: a medium run's head (straight to
+               * run_free: 273.6 -> 260.3 instructions a replacement of
+               * 32-256 KiB objects, bench_sizes 0.5 4 less 0.25 4), or
+               * validated */
+        struct page *run = run_head_at((uintptr_t)p);
+        if (likely(run))
+            return run_free(p, run, h);
+        return heap_free_block_now(p);
+    }
+    /* the common case of the others, with no call but its last: another
+     * heap's object, this thread with a heap */
+    if (x >= TAG_MINE_LIMIT && h != &heap_empty && !sl_events.checked_free)
         return free_remote_batched(h, p, t);
     free_block_other(p, h, t);
 }
