@@ -138,8 +138,8 @@ int main(void)
     pcache_budget_miss(&b);
     CHECK_EQ(b.misses, UINT32_MAX);
 
-    /* the bounds make sense: powers of two apart, the least 2 MiB */
-    CHECK_EQ(PCACHE_BUDGET_MIN * 4096, 2 << 20);
+    /* the bounds make sense: powers of two apart, the least 256 KiB */
+    CHECK_EQ(PCACHE_BUDGET_MIN * 4096, 256 << 10);
     CHECK_EQ(PCACHE_BUDGET_MAX % PCACHE_BUDGET_MIN, 0);
     return t_done("unit_pcache_budget");
 }

@@ -1,7 +1,7 @@
 /* pcache.c — the per-thread page caches in front of the shared page heap
  * (the kernel's per-CPU page lists): page_alloc and page_free. A cache is
  * owned by one thread (no lock); it parks runs of 1..PCACHE_MAX_PAGES
- * pages per length and kind, up to its budget (2 to 16 MiB, grown while
+ * pages per length and kind, up to its budget (256 KiB to 16 MiB, grown while
  * the thread reuses what it parks: pcache_budget.h), refilled and drained
  * in batches under one hold of the page heap lock (page.h).
  */
@@ -99,7 +99,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
                                             enum page_kind kind)
 {
     unsigned batch = PCACHE_SLAB_BATCH;
-    if (batch * n > PCACHE_BUDGET_MIN / 4 || ct == PCACHE_RUNS)
+    if (batch * n > pc->budget.pages / 2 || ct == PCACHE_RUNS) /* half the budget at most */
         batch = 1;
     void *first;
     bool clean;

@@ -4,7 +4,14 @@
  * fake clock, no threads and no sleeps. pcache.c carries out what they
  * decide.
  *
- *   - every cache starts at PCACHE_BUDGET_MIN pages (2 MiB);
+ *   - every cache starts at PCACHE_BUDGET_MIN pages (256 KiB): a run
+ *     parked per length is kept from every other request, so a thread
+ *     that never takes its runs back makes the heap touch fresh pages
+ *     while they wait. At 2 MiB, espresso (a 0.6 MiB heap under glibc)
+ *     had 1.4 MiB parked in its one page cache and a peak RSS ~1 MiB
+ *     above the same program at 256 KiB, and every thread of mstress
+ *     kept its 2 MiB; a thread that does reuse proves it within a few
+ *     refills and grows (below);
  *   - a cache that overflows (a free finds it over its budget: a drain)
  *     after it ran dry PCACHE_GROW_MISSES times or more since its last
  *     overflow (refills; misses before its first overflow, a program
@@ -13,7 +20,7 @@
  *     shared heap for, under its lock. The budget doubles, up to
  *     PCACHE_BUDGET_MAX (16 MiB) and up to the dirty cap (decay.h: an
  *     eighth of the pages in use): a cache holds no more than the heap
- *     may keep dirty anyway, so a small program's stays at 2 MiB;
+ *     may keep dirty anyway, so a small program's stays at 2 MiB at most;
  *   - an overflow with fewer misses, PCACHE_IDLE_MS or more after the
  *     budget last proved too small, halves it (not below the minimum): a
  *     thread that frees more than it takes back needs no room to reuse;
@@ -47,7 +54,7 @@
 
 #include "../base/common.h"
 
-#define PCACHE_BUDGET_MIN  512  /* pages: 2 MiB, every thread's */
+#define PCACHE_BUDGET_MIN  64   /* pages: 256 KiB, every thread's at first */
 #define PCACHE_BUDGET_MAX  4096 /* pages: 16 MiB, a thread that reuses runs */
 #define PCACHE_GROW_MISSES 4    /* refills between two overflows that prove it too small */
 #define PCACHE_IDLE_MS     1000 /* without such proof this long, an overflow halves it */
