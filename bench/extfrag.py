@@ -18,11 +18,10 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ALLOCATORS, ROOT, run_keyed  # noqa: E402
+from run import ALLOCATORS, ROOT, run_keyed, write_result  # noqa: E402
 
 MIXED = os.path.join(ROOT, "build", "bench", "bench_mixed_lifetime")
 FRAGMENT = os.path.join(ROOT, "build", "bench", "bench_fragment")
-RESULTS = os.path.join(ROOT, "bench", "results")
 SLUICE = dict(ALLOCATORS)["sluice"]
 
 
@@ -77,11 +76,7 @@ def main():
             lines.append(f"| {prog} | {budget} | {name} | {'on' if boost == '1' else 'off'} | {cell(key, 'extfrag')} | "
                          f"{cell(key, 'serious')} | – | – | {cell(key, 'held_over_live', '.3f')} | "
                          f"{cell(key, 'rss_thp_pct', '.0f')}% | {cell(key, 'seconds', '.2f')} s |")
-    table = "\n".join(lines)
-    print(table)
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "extfrag.md"), "w") as f:
-        f.write(table + "\n")
+    write_result("extfrag.md", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -21,10 +21,9 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ALLOCATORS, ROOT, run_keyed  # noqa: E402
+from run import ALLOCATORS, RESULTS, ROOT, run_keyed, write_result  # noqa: E402
 
 PROG = os.path.join(ROOT, "build", "bench", "bench_fragment")
-RESULTS = os.path.join(ROOT, "bench", "results")
 SLUICE = dict(ALLOCATORS)["sluice"]
 KEYS = ["extfrag", "serious", "shrinker_evicted", "thp_demand_pct", "fault_med_us", "fault_p99_us",
         "held_over_live", "rss_thp_pct", "block_thp_pct", "seconds"]
@@ -84,10 +83,7 @@ def main():
                  f"({son:.0f} vs {soff:.0f}). Per run: " +
                  "; ".join(f"{lab}: " + ", ".join(f"{r['extfrag']:.0f}" for r in res[lab])
                            for lab in ("sluice, boost", "sluice, SLUICE_BOOST=0")))
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "fragment.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_result("fragment.md", "\n".join(lines))
     try:
         import matplotlib
         matplotlib.use("Agg")

@@ -24,10 +24,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ALLOCATORS, ROOT  # noqa: E402
+from run import ALLOCATORS, RESULTS, ROOT, write_result  # noqa: E402
 
 PROG = os.path.join(ROOT, "build", "bench", "bench_lazyfree")
-RESULTS = os.path.join(ROOT, "bench", "results")
 SLUICE = dict(ALLOCATORS)["sluice"]
 
 
@@ -129,10 +128,7 @@ def main():
             lines.append(f"| {label} | {live:.0f} | {held:.0f} | {held / live - 1:+.1%} |")
             print(f"idle-keep run {label} done", file=sys.stderr)
     text = "\n".join(lines) + "\n"
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "lazyfree.md"), "w") as f:
-        f.write(text)
-    print(text)
+    write_result("lazyfree.md", text)
     try:
         import matplotlib
         matplotlib.use("Agg")

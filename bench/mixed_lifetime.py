@@ -18,10 +18,9 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ALLOCATORS, ROOT, run_keyed, source_peers  # noqa: E402
+from run import ALLOCATORS, ROOT, run_keyed, source_peers, write_result  # noqa: E402
 
 PROG = os.path.join(ROOT, "build", "bench", "bench_mixed_lifetime")
-RESULTS = os.path.join(ROOT, "bench", "results")
 SLUICE = dict(ALLOCATORS)["sluice"]
 KEYS = ["held_over_live", "rss_thp_pct", "block_thp_pct", "thp50_s", "held_mib", "live_mib", "peak_mib", "seconds",
         "thp_collapse", "thp_advise", "thp_split", "blocks_slab", "blocks_buf", "blocks_run"]
@@ -83,11 +82,7 @@ def main():
                      f"{m['held_mib']:.1f} | {m['live_mib']:.1f} | {m['peak_mib']:.0f} | {m['seconds']:.2f} s | "
                      f"{count(m['thp_collapse'])} | {count(m['thp_advise'])} | {count(m['thp_split'])} | "
                      f"{count(m['blocks_slab'])} | {count(m.get('blocks_buf', -1))} | {count(m['blocks_run'])} |")
-    table = "\n".join(lines)
-    print(table)
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "mixed_lifetime.md"), "w") as f:
-        f.write(table + "\n")
+    write_result("mixed_lifetime.md", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -40,9 +40,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from redis_server import cli, rollup, server  # noqa: E402
-from run import ALLOCATORS, LIBDIR, ROOT  # noqa: E402
+from run import ALLOCATORS, LIBDIR, write_result  # noqa: E402
 
-RESULTS = os.path.join(ROOT, "bench", "results")
 IDLE_S = 10
 BIG = bytes(random.Random(1).randrange(97, 123) for _ in range(1 << 16))
 
@@ -192,10 +191,7 @@ def main():
             cells.append(f"{statistics.median(v) / 1e3:,.0f} ({statistics.median(v) / g:.2f}) "
                          f"{min(v) / 1e3:,.0f}-{max(v) / 1e3:,.0f}")
         lines.append(f"| {cmd} | " + " | ".join(cells) + " |")
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "redis.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_result("redis.md", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -120,6 +120,18 @@ def run_once(prog, scale, lib, extra_args=(), env_extra=None):
     return seconds, peak_kib / 1024.0  # MiB
 
 
+RESULTS = os.path.join(ROOT, "bench", "results")
+
+
+def write_result(name, text):
+    """Print a run's table and keep it in bench/results/<name>."""
+    text = text.rstrip("\n") + "\n"
+    print(text, end="")
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, name), "w") as f:
+        f.write(text)
+
+
 def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 

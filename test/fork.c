@@ -266,7 +266,7 @@ static void test_fork_remote_lock_held(void)
             ;
         pid_t pid = fork();
         if (pid == 0) {
-            alarm(2);
+            alarm(9); /* a deadlock ends the child before wait_child's 10 s */
             static void *p[40000];
             for (int j = 0; j < 40000; j++)
                 if (!(p[j] = sl_malloc(200)))

@@ -12,7 +12,7 @@
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "../src/slab/heap.h"
+#include "../src/slab/heap_mag.h"
 #include "t.h"
 
 static struct heap h; /* zeroed: counts 0, bias 0, pops_seq 0 */

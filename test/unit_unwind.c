@@ -8,8 +8,11 @@
  * walking through libc's frames (a qsort comparator's stack) leaves no
  * page of libc's unwind tables mapped that was not before: they are read
  * from the file (under SLUICE_FAULT=open:every=1, where no file opens,
- * through the mapping: the walks must still agree). */
+ * through the mapping: the walks must still agree); and that a library
+ * whose file was replaced after it was loaded is read through its
+ * mapping, not from the new file. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
@@ -174,6 +177,47 @@ static void tables_stay_out(void)
            walked, after, (unsigned long)((r.hi - r.lo) / 4096));
 }
 
+/* ---- a library replaced on disk after it was loaded ---- */
+
+static void through_library(void) { compare("through the replaced library", DEPTH); }
+
+static void copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+    CHECK(in >= 0 && out >= 0);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        CHECK(write(out, buf, (size_t)n) == n);
+    close(in);
+    close(out);
+}
+
+/* unwind_cb's library, loaded from a copy; then the copy's path is given
+ * another ELF file (this program's), as a package upgrade replaces a
+ * library under a running program. The walk from the library's callback
+ * must still agree with backtrace(): the file's first bytes are not the
+ * mapping's, so the tables are read through the mapping. Read from the
+ * new file at the old one's offsets, they are another file's bytes (the
+ * walk stopped at the library's frame when the check was taken out). */
+static void replaced_library(void)
+{
+    char dir[] = "/tmp/unit_unwind.XXXXXX", lib[64], next[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(lib, sizeof lib, "%s/libcb.so", dir);
+    snprintf(next, sizeof next, "%s/next", dir);
+    copy_file(UNWIND_CB_LIB, lib);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    CHECK_MSG(h != NULL, "dlopen %s: %s", lib, dlerror());
+    void (*cb_call)(void (*)(void)) = (void (*)(void (*)(void)))dlsym(h, "cb_call");
+    CHECK(cb_call != NULL);
+    copy_file("/proc/self/exe", next);
+    CHECK(rename(next, lib) == 0);
+    cb_call(through_library);
+    unlink(lib);
+    rmdir(dir);
+}
+
 int main(void)
 {
     prof_unwind_init();
@@ -186,6 +230,7 @@ int main(void)
         printf("unit_unwind: no _dl_find_object here (glibc < 2.35 or not x86-64): the full unwinder is used; skipped\n");
         return 0;
     }
+    replaced_library(); /* before any walk has its rules in the cache */
     uint64_t h[3], m[3];
     for (volatile int i = 0; i < 2; i++) { /* the same stack twice (volatile: one call site, not unrolled) */
         prof_unwind_counts(&h[i], &m[i]);

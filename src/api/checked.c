@@ -42,7 +42,7 @@
 #include "../options/options.h"
 #include "../os/os.h"
 #include "../prof/prof.h"
-#include "../slab/heap.h"
+#include "../slab/heap_free.h"
 #include "../slab/heap_run.h"
 #include "sluice.h"
 

@@ -15,7 +15,7 @@
 #ifndef SL_API_FAST_H
 #define SL_API_FAST_H
 
-#include "../slab/heap.h"
+#include "../slab/heap_free.h"
 
 #define MEDIUM_MAX       HUGE_MIN /* above this, a huge mapping of its own */
 #define MEDIUM_MAX_ALIGN HUGE_MIN

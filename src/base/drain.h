@@ -60,7 +60,7 @@ enum drain_order {
     DRAIN_PAGE_CACHES,    /* per-thread page caches (slab/heaps.c) */
     DRAIN_RUN_CACHE,      /* medium runs parked whole (page/runcache.c) */
     DRAIN_FREE_BLOCKS,    /* free pages purged, wholly free pageblocks unmapped (page/purge.c) */
-    DRAIN_HUGE_CACHE,     /* cached huge mappings (huge/huge.c) */
+    DRAIN_HUGE_CACHE,     /* cached huge mappings (huge/huge_cache.c) */
     DRAIN_TEARDOWN,       /* ranges queued for the teardown workers (teardown/teardown.c) */
     DRAIN_ZERO_ZONES,     /* zero-size zones with no live slot (zero/zero.c) */
     DRAIN_COUNT

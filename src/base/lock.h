@@ -40,7 +40,7 @@ enum lock_rank {
     LOCK_QUARANTINE,     /* api/checked.c: a leaf, taken alone */
     LOCK_ZERO,           /* zero/zero.c: -> meta only */
     LOCK_HEAPS,          /* slab/heaps.c: heap lists, orphans, cache ids */
-    LOCK_HUGE,           /* huge/huge.c */
+    LOCK_HUGE,           /* huge/huge_cache.c */
     LOCK_PURGE,          /* page/purge.c: one purger at a time */
     LOCK_PAGE_HEAP,      /* page/page.c: the shared page heap */
     LOCK_META,           /* meta/meta.c: sluice's own records */

@@ -35,7 +35,7 @@
 
 #include "../base/fatal.h"
 #include "../prof/prof.h"
-#include "../slab/heap.h"
+#include "../slab/heap_free.h"
 #include "bulk.h"
 
 #define LOOKAHEAD_MISSES 16 /* other-slab entries in a row before a chain is closed */

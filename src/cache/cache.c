@@ -41,7 +41,7 @@
 #include "../meta/meta.h"
 #include "../os/os.h"
 #include "../prof/prof.h"
-#include "../slab/heap.h"
+#include "../slab/heap_free.h"
 #include "../slab/heap_ids.h"
 #include "../slab/slabinfo.h"
 #include "sluice.h"

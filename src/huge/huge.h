@@ -21,7 +21,7 @@
  *
  * Purging: a cached mapping is dirty when freed; after the dirty decay it
  * is advised MADV_DONTNEED (in every purge mode but off: MADV_FREE'd pages
- * would count in the RSS until memory runs short, huge.c: advise_cached),
+ * would count in the RSS until memory runs short, huge_cache.c: advise_cached),
  * and after the lazy decay it is unmapped. With SLUICE_DIRTY_DECAY_MS=0
  * it is advised as it is freed. A reuse clears it for calloc unless it is
  * known clean.
@@ -72,7 +72,7 @@ struct sl_lock *huge_fork_lock(void); /* for fork's handlers */
  * no lock held. When the heap grew (a pageblock mapped since the last
  * call), and once per decay tick while the cache holds mappings (with a
  * reclaimer or without one), the cache's dirty mappings are held to
- * their share of the dirty cap, newest kept (huge.c: cap_dirty); the
+ * their share of the dirty cap, newest kept (huge_cache.c: huge_cache_cap_locked); the
  * tick also runs the cache's decay. Two loads when nothing was mapped and
  * nothing is cached; a clock read per call while something is. */
 void huge_growth(void);

@@ -1,8 +1,8 @@
 /* decay.h — the decay policy for free memory, one for pageblocks
- * (page/purge_decay.c applies it) and huge mappings (huge/huge.c) alike: pure functions of
+ * (page/purge_decay.c applies it) and huge mappings (huge/huge_cache.c) alike: pure functions of
  * the options, the counts and a clock, tested by test/unit_decay.c with a
  * fake clock, no threads and no sleeps. The mechanisms (purge.c's spans,
- * huge.c's cache) carry out what they decide.
+ * huge_cache.c) carry out what they decide.
  *
  *   free memory is dirty (resident) -> lazy (MADV_FREE: the kernel may take
  *   it) -> clean (MADV_DONTNEED, or unmapped); SLUICE_PURGE=dontneed goes

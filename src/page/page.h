@@ -28,7 +28,9 @@
  *   5. past the budget with no piece to take: a new pageblock all the same
  *      (ENOMEM only where the kernel refuses the mapping).
  *
- * Lock order: page_heap.lock is a leaf (nothing else is taken under it).
+ * Locks: page_heap.lock (LOCK_PAGE_HEAP in the one lock order,
+ * base/lock.h). Nothing is unmapped under it: blocks to unmap wait until
+ * page_heap_unlock has released it.
  */
 #ifndef SL_PAGE_H
 #define SL_PAGE_H

@@ -44,7 +44,7 @@
  * missed by a second free that races it; the collect's checks report it
  * then.
  */
-#include "heap.h"
+#include "heap_free.h"
 
 #include "heap_lists.h"
 

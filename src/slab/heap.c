@@ -8,7 +8,7 @@
  * only a slab's remote word and the heap's notify stack and woken counters.
  */
 #define _GNU_SOURCE
-#include "heap.h"
+#include "heap_mag.h"
 
 #include <errno.h>
 #include <string.h>

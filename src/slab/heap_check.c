@@ -32,6 +32,7 @@
 #include "../base/fatal.h"
 #include "../os/os.h"
 #include "heap_lists.h"
+#include "heap_free.h"
 
 #define FAIL(what, p, detail, num) sl_fatal("sl_check: " what, (p), (detail), (num))
 

@@ -6,7 +6,7 @@
  * free_state.c's.
  */
 #define _GNU_SOURCE
-#include "heap.h"
+#include "heap_free.h"
 
 #include <string.h>
 

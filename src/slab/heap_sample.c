@@ -5,7 +5,7 @@
  * (heap_sample_arm), and the malloc that reaches its class's sample point
  * (heap_alloc_sampled_slow). Everything here is the heap's owner's.
  */
-#include "heap.h"
+#include "heap_mag.h"
 
 #include "../prof/prof.h"
 #include "heap_run.h"

@@ -21,6 +21,7 @@
 #include "../options/options.h"
 #include "../prof/prof.h"
 #include "heap_lists.h"
+#include "heap_free.h"
 
 static SL_LOCK_DEFINE(heaps_lock, LOCK_HEAPS);
 static struct heap *all_heaps, *orphans;

@@ -32,7 +32,7 @@
 
 #include "../base/drain.h"
 #include "../base/fatal.h"
-#include "heap.h"
+#include "heap_free.h"
 
 /* Release slab s's remote lock (old: the summary it had), marking the
  * groups sum, for n objects whose remote-free bits are set; wake the owner

@@ -32,6 +32,7 @@
 #include "heap_lists.h"
 #include "slabinfo.h"
 #include "sluice.h"
+#include "heap_free.h"
 
 /* What the walk and the heaps add up for one cache id. */
 struct acc {

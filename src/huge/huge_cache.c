@@ -1,0 +1,267 @@
+/* huge_cache.c — the cache of freed huge mappings (huge_cache.h, the
+ * policy in huge.h): best-fit reuse, the decay of cached mappings, their
+ * share of the dirty cap, the drain; and huge_lock, which the cache and
+ * huge.c share.
+ *
+ * Invariants (huge_lock): every cached mapping is not live, a whole number
+ * of granules, and keeps its pagemap entries (so a double free of it is
+ * named as one); cache_count and cache_bytes are the list's length and
+ * bytes, at most HUGE_CACHE_ENTRIES and HUGE_CACHE_BYTES.
+ */
+#include "huge_cache.h"
+
+#include "../base/drain.h"
+#include "../base/fatal.h"
+#include "../meta/meta.h"
+#include "../options/options.h"
+#include "../os/os.h"
+#include "../page/decay.h"
+#include "../page/page.h"
+#include "../pagemap/pagemap.h"
+#include "../stats/stats.h"
+#include "../teardown/teardown.h"
+
+SL_LOCK_DEFINE(huge_lock, LOCK_HUGE);
+static struct huge *cache;
+static size_t cache_bytes;
+static _Atomic size_t cache_count; /* the lock's; read without it by huge_cache_tick_due */
+
+/* Advise a cached mapping; its new state. huge_lock held (huge frees are
+ * rare enough that the call may run under it). Always MADV_DONTNEED, in
+ * free mode too: the kernel counts MADV_FREE'd pages in the process's RSS
+ * until memory runs short, and a cached mapping serves only the next huge
+ * request that fits it, while the program's other memory grows elsewhere.
+ * gcc -O2 on sqlite3.c frees 1-9 MiB buffers one after another: with
+ * MADV_FREE its cache held 8-12 MiB of lazy pages at cc1's peak, and the
+ * peak RSS was that much higher (docs/benchmarks/real-rss.md). A reuse
+ * after the dirty decay faults its pages in again, as a fresh mapping
+ * would, but makes no mmap; one within the dirty decay finds them
+ * resident. */
+static void advise_cached(struct huge *hd, uint64_t now)
+{
+    hd->state = page_advise(hd->base, hd->map_size, PS_CLEAN);
+    hd->state_ms = now;
+}
+
+/* The cache's dirty mappings are free memory kept resident, as a
+ * pageblock's dirty and lazy pages are, and they share the dirty cap with
+ * them (decay.h: decay_huge_room): an eighth of the memory in use (the
+ * pageblocks' active pages and the live huge mappings), less the
+ * pageblocks' resident free pages, newest first, and always the newest;
+ * the older ones past it are advised at once rather than after the dirty
+ * decay. Held to it when the heap grows (a pageblock mapped, or a huge
+ * mapping about to be: huge_growth, huge_alloc) and once per tick
+ * (huge_growth), not at every free: a program that cycles through a few
+ * big buffers (bench/large) keeps reusing them resident (at every free it
+ * advised and faulted them 1,483 times, 5.1 s instead of 0.05 s). gcc -O2
+ * on sqlite3.c frees 1-9 MiB buffers one after another while its heap
+ * grows: the cache held 12 MiB of them resident at cc1's peak, and with
+ * no reclaimer nothing decayed them (docs/benchmarks/gcc-rss.md).
+ * huge_lock held. */
+void huge_cache_cap_locked(uint64_t now, size_t live_bytes)
+{
+    if (!cache)
+        return;
+    size_t cap = decay_dirty_cap(page_active_pages() + (live_bytes >> SL_PAGE_SHIFT));
+    size_t room = decay_huge_room(cap, page_resident_free_pages()), kept = 0;
+    for (struct huge *hd = cache; hd; hd = hd->next) {
+        if (hd->state != PS_DIRTY)
+            continue;
+        if (hd == cache || kept + hd->map_size <= room)
+            kept += hd->map_size;
+        else
+            advise_cached(hd, now);
+    }
+}
+
+static _Atomic uint64_t tick_last_ms; /* when the cache's tick last ran */
+
+/* The tick's part of huge_growth: at most once per decay tick, while the
+ * cache holds anything, the decay (dirty mappings advised after the dirty
+ * decay, advised ones unmapped after the lazy decay) and the cap. The
+ * reclaimer runs the decay on its own passes too; a single-threaded
+ * program has none, and its cache kept every mapping resident. */
+bool huge_cache_tick_due(uint64_t *now)
+{
+    if (!ld_relaxed(&cache_count))
+        return false;
+    uint64_t last = ld_relaxed(&tick_last_ms);
+    *now = os_now_ms();
+    return *now - last >= decay_tick_ms(sl_opt.dirty_decay_ms, sl_opt.lazy_decay_ms) &&
+           atomic_compare_exchange_strong_explicit(&tick_last_ms, &last, *now, memory_order_relaxed,
+                                                   memory_order_relaxed);
+}
+
+static void release_later(struct huge_releases *rel, void *base, size_t len)
+{
+    rel->r[rel->n].base = base;
+    rel->r[rel->n].len = len;
+    rel->n++;
+}
+
+void huge_release_now(struct huge_releases *rel)
+{
+    for (unsigned i = 0; i < rel->n; i++)
+        teardown_release(rel->r[i].base, rel->r[i].len, true);
+    rel->n = 0;
+}
+
+void huge_retire_locked(struct huge *hd, struct huge_releases *rel)
+{
+    pagemap_set((uintptr_t)hd->base, hd->map_size, 0);
+    release_later(rel, hd->base, hd->map_size);
+    stat_add(stats_global, STAT_huge_unmap, 1);
+    meta_free(hd, sizeof *hd);
+}
+
+/* Best fit among cached mappings of the right alignment. One more than 4x
+ * the request is trimmed to it (its tail granules unmapped); a smaller
+ * excess is handed out whole, so the pages it has faulted in serve again
+ * when a bigger request takes it next. Measured on mimalloc-bench's
+ * malloc-large (5-25 MiB buffers, 20 live): trimming above 1.25x cost
+ * 547k page faults and 1.9 s (tcmalloc: 184k, 1.07 s); above 2x, 232k and
+ * 1.3 s; above 4x, 146k and 1.05 s, peak RSS 586 MB (tcmalloc 574 MB).
+ * Growing a smaller cached mapping by mremap instead was worse (1.59M
+ * faults: the grown part faults, and later trims throw pages away). */
+struct huge *huge_cache_take_locked(size_t map_size, size_t align, struct huge_releases *rel)
+{
+    struct huge **best = NULL;
+    for (struct huge **it = &cache; *it; it = &(*it)->next) {
+        struct huge *c = *it;
+        if (c->map_size < map_size || ((uintptr_t)c->base & (align - 1)))
+            continue;
+        if (!best || c->map_size < (*best)->map_size)
+            best = it;
+        if (c->map_size == map_size)
+            break; /* nothing fits better */
+    }
+    if (!best)
+        return NULL;
+    struct huge *hd = *best;
+    *best = hd->next;
+    cache_bytes -= hd->map_size;
+    cache_count--;
+    if (hd->map_size > 4 * map_size) {
+        pagemap_set((uintptr_t)hd->base + map_size, hd->map_size - map_size, 0);
+        release_later(rel, hd->base + map_size, hd->map_size - map_size);
+        hd->map_size = map_size;
+    }
+    return hd;
+}
+
+void huge_cache_put_locked(struct huge *hd, struct huge_releases *rel)
+{
+    if (hd->map_size > HUGE_CACHE_BYTES / 2 || hd->quarantined) { /* a PROT_NONE one is not reused */
+        huge_retire_locked(hd, rel);
+        return;
+    }
+    hd->state = PS_DIRTY;
+    hd->state_ms = os_now_ms();
+    /* decay 0, or a drop with no reclaimer to decay the cache later
+     * (the program's last free, maybe): advised at once */
+    if (sl_opt.purge != PURGE_OFF && (sl_opt.dirty_decay_ms == 0 || purge_drop_free())) {
+        advise_cached(hd, hd->state_ms);
+        purge_drop_advised(hd->map_size >> SL_PAGE_SHIFT);
+    }
+    hd->next = cache;
+    cache = hd;
+    cache_bytes += hd->map_size;
+    cache_count++;
+    /* evict the oldest (the tail) while over budget */
+    while (cache_count > HUGE_CACHE_ENTRIES || cache_bytes > HUGE_CACHE_BYTES) {
+        struct huge **it = &cache;
+        while ((*it)->next)
+            it = &(*it)->next;
+        struct huge *victim = *it;
+        *it = NULL;
+        cache_bytes -= victim->map_size;
+        cache_count--;
+        huge_retire_locked(victim, rel);
+    }
+}
+
+void huge_trim(void)
+{
+    struct huge_releases rel = { .n = 0 };
+    lock_acquire(&huge_lock);
+    while (cache) {
+        struct huge *hd = cache;
+        cache = hd->next;
+        huge_retire_locked(hd, &rel);
+    }
+    cache_bytes = 0;
+    cache_count = 0;
+    lock_release(&huge_lock);
+    huge_release_now(&rel);
+}
+
+void huge_purge_decay(uint64_t now, bool force)
+{
+    if (sl_opt.purge == PURGE_OFF)
+        return;
+    uint64_t dd = (uint64_t)sl_opt.dirty_decay_ms, ld = (uint64_t)sl_opt.lazy_decay_ms;
+    struct huge_releases rel = { .n = 0 };
+    lock_acquire(&huge_lock);
+    for (struct huge **it = &cache; *it;) {
+        struct huge *hd = *it;
+        enum decay_action due = decay_of(hd->state, hd->state_ms, now, force, dd, ld);
+        if (due == DECAY_ADVISE)
+            advise_cached(hd, now);
+        else if (due == DECAY_EXPIRE) { /* decayed: not worth keeping */
+            *it = hd->next;
+            cache_bytes -= hd->map_size;
+            cache_count--;
+            huge_retire_locked(hd, &rel);
+            continue;
+        }
+        it = &hd->next;
+    }
+    lock_release(&huge_lock);
+    huge_release_now(&rel);
+}
+
+void huge_cache_gauges_locked(struct huge_gauges *g)
+{
+    g->cached_bytes = cache_bytes;
+    g->dirty_bytes = g->lazy_bytes = 0;
+    for (struct huge *hd = cache; hd; hd = hd->next) {
+        if (hd->state == PS_DIRTY)
+            g->dirty_bytes += hd->map_size;
+        else if (hd->state == PS_LAZY)
+            g->lazy_bytes += hd->map_size;
+    }
+}
+
+size_t huge_cache_check_locked(void)
+{
+    size_t bytes = 0, count = 0;
+    for (struct huge *hd = cache; hd; hd = hd->next) {
+        if (hd->live || !hd->map_size || (hd->map_size & (SL_BLOCK - 1)) || hd->state > PS_CLEAN ||
+            ++count > cache_count)
+            sl_fatal("sl_check: huge cache entry broken:", hd->base, "bytes", hd->map_size);
+        for (size_t off = 0; off < hd->map_size; off += SL_BLOCK)
+            if (pagemap_get((uintptr_t)hd->base + off) != ((uintptr_t)hd | PM_HUGE))
+                sl_fatal("sl_check: cached huge mapping lost its pagemap entry:", hd->base + off, NULL, 0);
+        bytes += hd->map_size;
+    }
+    if (count != cache_count || bytes != cache_bytes)
+        sl_fatal("sl_check: huge cache counts wrong: counted", NULL, "bytes", bytes);
+    return bytes;
+}
+
+/* The reclaim registry's entry (base/drain.h): the cache of huge mappings
+ * is emptied (sl_purge, a failed allocation). */
+static void drain_huge_cache(enum drain_depth depth, size_t want)
+{
+    (void)depth, (void)want;
+    huge_trim();
+}
+static size_t huge_cache_held(void)
+{
+    lock_acquire(&huge_lock);
+    size_t n = cache_bytes;
+    lock_release(&huge_lock);
+    return n;
+}
+DRAIN_REGISTER(huge_cache_drain, .name = "huge_cache", .order = DRAIN_HUGE_CACHE,
+               .depths = DRAIN_PURGE | DRAIN_ENOMEM, .run = drain_huge_cache, .held = huge_cache_held);
