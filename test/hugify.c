@@ -22,7 +22,8 @@
  * busy_cpus(); hugify_nostat does the same with every open refused.
  * With HUGIFY_QUIET=1 (hugify_quiet) other processes spin every CPU while
  * the program itself idles: see quiet_program().
- * With HUGIFY_UNPIN=1 (hugify_unpin) blocks come wholly free while a pass
+ * With HUGIFY_UNTOUCHED=1 (hugify_untouched) the blocks are dense but
+ * barely touched: see untouched(). With HUGIFY_UNPIN=1 (hugify_unpin) blocks come wholly free while a pass
  * has them pinned: see unpinned_free(). With HUGIFY_RUNS=1 (hugify_runs)
  * the objects are 64 KiB medium runs: the frees that leave the blocks
  * dense park runs in the page caches and the shared run cache, whose
@@ -401,6 +402,45 @@ static int unpinned_free(void)
     return t_done("hugify");
 }
 
+/* ---- dense blocks never touched (HUGIFY_UNTOUCHED=1) --------------------- */
+
+/* 64 KiB medium runs, about 12 blocks: dense, but only the first page of
+ * each run written, a sixteenth of the block resident. A collapse would
+ * make all of it resident (16 times the RSS): every pass must leave them
+ * plain (thp_untouched, hugify_resident_enough), and they stay plain and
+ * small. Without that check they are collapsed (thp_collapse), or advised
+ * for khugepaged. */
+static int untouched(void)
+{
+    OBJ = 65536;
+    N = N_MAX * 4096 / 65536;
+    for (int i = 0; i < N; i++) {
+        objs[i] = sl_malloc(OBJ);
+        objs[i][0] = 1;
+    }
+    sl_free(sl_malloc(512 << 10)); /* dirty pages in the page heap: the reclaimer starts */
+    uint64_t left = 0;
+    T_WAIT(churn() && (left = sl_stat("thp_untouched")) >= 4, LONG_MS);
+    uint64_t rss = sl_stat("resident_bytes"), in_use = (uint64_t)N * OBJ;
+    printf("hugify (untouched runs): %llu blocks left plain, %llu collapsed or advised; %llu KiB resident of %llu "
+           "KiB in use\n",
+           (unsigned long long)left, (unsigned long long)(sl_stat("thp_collapse") + sl_stat("thp_advise")),
+           (unsigned long long)(rss >> 10), (unsigned long long)(in_use >> 10));
+    CHECK(left >= 4);
+    CHECK_EQ(sl_stat("thp_collapse") + sl_stat("thp_advise"), 0);
+    /* a picked block counts in thp_blocks until its look at the pages */
+    CHECK(T_WAIT(sl_stat("thp_blocks") == 0 && sl_stat("block_thp_bytes") == 0, LONG_MS));
+    CHECK(rss < in_use / 4); /* the headers, a page a run, the churn's run */
+    size_t bad = 0;
+    for (int i = 0; i < N; i++) {
+        bad += objs[i][0] != 1;
+        sl_free(objs[i]);
+    }
+    CHECK_EQ(bad, 0);
+    CHECK(sl_check() == 0);
+    return t_done("hugify");
+}
+
 int main(void)
 {
     const char *r = getenv("SLUICE_RECLAIMER");
@@ -430,6 +470,9 @@ int main(void)
     const char *unpin = getenv("HUGIFY_UNPIN");
     if (unpin && *unpin == '1')
         return unpinned_free();
+    const char *untouch = getenv("HUGIFY_UNTOUCHED");
+    if (untouch && *untouch == '1')
+        return untouched();
     const char *runs = getenv("HUGIFY_RUNS");
     if (runs && *runs == '1') {
         OBJ = 65536;

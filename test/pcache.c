@@ -1,7 +1,7 @@
 /* A thread's page cache (page/pcache.c) grows its budget while the thread
  * reuses what it drains, and falls back to the least on a drop: one
  * thread replaces runs of 32-256 KiB at random (bench_sizes' medium band)
- * and its cache comes to hold more than the least budget's 2 MiB; then it
+ * and its cache comes to hold more than the least budget's 256 KiB; then it
  * frees everything (a drop, the heap sparse) and its cache holds at most
  * the least budget and one run. The policy (pcache_budget.h) is unit-tested in
  * unit_pcache_budget with a fake clock; this shows the mechanism. */
@@ -13,7 +13,7 @@
 #include "t.h"
 
 #define KiB         1024u
-#define LEAST       (2048u * KiB) /* PCACHE_BUDGET_MIN pages */
+#define LEAST       (256u * KiB) /* PCACHE_BUDGET_MIN pages */
 #define LONGEST_RUN (256u * KiB)
 enum { LIVE = 400, REPLACE = 20000 };
 

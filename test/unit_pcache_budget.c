@@ -138,8 +138,32 @@ int main(void)
     pcache_budget_miss(&b);
     CHECK_EQ(b.misses, UINT32_MAX);
 
-    /* the bounds make sense: powers of two apart, the least 2 MiB */
-    CHECK_EQ(PCACHE_BUDGET_MIN * 4096, 2 << 20);
+    /* the least follows the heap: a 64th of the pages in use, a power of
+     * two from 256 KiB to 2 MiB */
+    CHECK_EQ(pcache_budget_least(VS(0, BIG, 0, 0)), PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_least(VS(0, BIG, 64 * PCACHE_BUDGET_MIN, 0)), PCACHE_BUDGET_MIN);
+    CHECK_EQ(pcache_budget_least(VS(0, BIG, 64 * 200, 0)), 128);
+    CHECK_EQ(pcache_budget_least(VS(0, BIG, 64 * PCACHE_BUDGET_LEAST, 0)), PCACHE_BUDGET_LEAST);
+    CHECK_EQ(pcache_budget_least(VS(0, BIG, BIG, 0)), PCACHE_BUDGET_LEAST);
+    {
+        size_t big = 64 * PCACHE_BUDGET_LEAST; /* a 128 MiB heap, dense */
+        pcache_budget_init(&b, VS(3, BIG, big, 0), now);
+        CHECK_EQ(b.pages, PCACHE_BUDGET_LEAST); /* a new thread of a big heap */
+        pcache_budget_init(&b, V(3, BIG), now);
+        CHECK_EQ(b.pages, PCACHE_BUDGET_MIN);   /* of a small one */
+        /* the heap grew: the next overflow raises the budget to its least */
+        CHECK_EQ(pcache_budget_overflow(&b, VS(3, BIG, big, 0), now), PCACHE_BUDGET_LEAST);
+        /* sparse, or a drop: halved, reset, never below it */
+        CHECK_EQ(pcache_budget_overflow(&b, VS(3, BIG, big, big), now + 1), PCACHE_BUDGET_LEAST);
+        CHECK_EQ(pcache_budget_overflow(&b, VS(4, BIG, big, 0), now + 2), PCACHE_BUDGET_LEAST);
+        /* the heap shrank: the least with it */
+        CHECK_EQ(pcache_budget_overflow(&b, VS(5, BIG, 64, 0), now + 3), PCACHE_BUDGET_MIN);
+    }
+
+    /* the bounds make sense: powers of two apart, the least 256 KiB to 2 MiB */
+    CHECK_EQ(PCACHE_BUDGET_MIN * 4096, 256 << 10);
+    CHECK_EQ(PCACHE_BUDGET_LEAST * 4096, 2 << 20);
+    CHECK_EQ(PCACHE_BUDGET_LEAST % PCACHE_BUDGET_MIN, 0);
     CHECK_EQ(PCACHE_BUDGET_MAX % PCACHE_BUDGET_MIN, 0);
     return t_done("unit_pcache_budget");
 }

@@ -29,6 +29,11 @@
  *   - pinned: hugify is collapsing the block outside the lock: it is not
  *     unmapped meanwhile, even if it comes wholly free. It has thp set
  *     (so counts in thp_blocks) until the kernel's answer comes.
+ * A picked block whose pages are mostly not resident (mincore: runs and
+ * slabs handed out but never touched) is left plain, counted in
+ * thp_untouched, and looked at again once dense another
+ * DECAY_HUGIFY_AGE_MS: a collapse would make them all resident
+ * (decay.h, hugify_resident_enough).
  * Placement already favours the fullest block (page.c), so blocks tend to
  * end up dense (hugepage) or empty (unmapped or purged whole).
  */
@@ -101,8 +106,11 @@ void hugify(uint64_t now, bool background, unsigned max, bool (*go_on)(void))
         /* a boost came (winning blocks back goes first), or the CPUs
          * turned busy: the rest wait for a later pass */
         bool collapsed = false, skipped = background && i && (page_boost_deficit(NULL) || (go_on && !go_on()));
+        bool untouched = false;
         if (skipped)
             r = EAGAIN;
+        else if (!hugify_resident_enough(SL_BLOCK_PAGES - (os_resident(b, SL_BLOCK) >> SL_PAGE_SHIFT)))
+            untouched = true, r = EAGAIN;
         else if (background && !ld_relaxed(&collapse_refused)) {
             r = os_collapse(b, SL_BLOCK);
             collapsed = !r;
@@ -112,12 +120,16 @@ void hugify(uint64_t now, bool background, unsigned max, bool (*go_on)(void))
         if (r == EINVAL)
             r = os_huge(b, SL_BLOCK);
         if (!skipped)
-            stat_add_shared(r ? STAT_thp_failed : collapsed ? STAT_thp_collapse : STAT_thp_advise, 1);
+            stat_add_shared(untouched ? STAT_thp_untouched
+                            : r       ? STAT_thp_failed
+                            : collapsed ? STAT_thp_collapse
+                                        : STAT_thp_advise,
+                            1);
         lock_acquire(&page_heap.lock);
         b->pinned = false;
         if (r) {
             block_set_thp(b, false);
-            if (!skipped) /* refused: tried again once it has been dense DECAY_HUGIFY_AGE_MS more */
+            if (!skipped) /* refused, or untouched: tried again once it has been dense DECAY_HUGIFY_AGE_MS more */
                 b->dense_ms = now ? now : 1;
         } else if (collapsed)
             pages_all_dirty(b);

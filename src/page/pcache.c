@@ -1,8 +1,9 @@
 /* pcache.c — the per-thread page caches in front of the shared page heap
  * (the kernel's per-CPU page lists): page_alloc and page_free. A cache is
  * owned by one thread (no lock); it parks runs of 1..PCACHE_MAX_PAGES
- * pages per length and kind, up to its budget (2 to 16 MiB, grown while
- * the thread reuses what it parks: pcache_budget.h), refilled and drained
+ * pages per length and kind, up to its budget (from a 64th of the heap,
+ * 256 KiB to 2 MiB, up to 16 MiB, grown while the thread reuses what it
+ * parks: pcache_budget.h), refilled and drained
  * in batches under one hold of the page heap lock (page.h).
  */
 #include "page_heap.h"
@@ -48,12 +49,15 @@ static struct pcache_heap_view heap_view(void)
 }
 
 /* A budget moved from old to new pages: the page heap's sum of budgets
- * beyond the least follows (the shared run cache parks that much less). */
+ * beyond a big heap's least (PCACHE_BUDGET_LEAST) follows (the shared run
+ * cache parks that much less). */
+static size_t beyond_least(unsigned pages) { return pages > PCACHE_BUDGET_LEAST ? pages - PCACHE_BUDGET_LEAST : 0; }
 static void pcache_budget_moved(struct page_cache *pc, unsigned old, unsigned new)
 {
     if (new == old)
         return;
-    atomic_fetch_add_explicit(&page_heap.pcache_extra, (size_t)new - old, memory_order_relaxed); /* wraps for a fall */
+    atomic_fetch_add_explicit(&page_heap.pcache_extra, beyond_least(new) - beyond_least(old),
+                              memory_order_relaxed); /* wraps for a fall */
     if (pc->stats)
         stat_add(pc->stats, new > old ? STAT_pcache_grow : STAT_pcache_shrink, 1);
 }
@@ -81,7 +85,7 @@ static sl_noinline void *pcache_refill_slow(struct page_cache *pc, int ct, enum 
                                             enum page_kind kind)
 {
     unsigned batch = PCACHE_SLAB_BATCH;
-    if (batch * n > PCACHE_BUDGET_MIN / 4 || ct == PCACHE_RUNS)
+    if (batch * n > pc->budget.pages / 2 || ct == PCACHE_RUNS) /* half the budget at most */
         batch = 1;
     void *first;
     bool clean;
@@ -212,7 +216,7 @@ static sl_noinline void page_free_slow(struct page_cache *pc, void *run, unsigne
         /* the drain's purge_maybe found a drop: the runs beyond the least
          * go now, while the program is still giving memory up, so that
          * the next drop purge takes them (this free may be its last) */
-        if (pc->budget.drops != ld_relaxed(&page_heap.drops) && pc->pages > PCACHE_BUDGET_MIN / 2)
+        if (pc->budget.drops != ld_relaxed(&page_heap.drops) && pc->pages > pcache_budget_least(heap_view()) / 2)
             pcache_drain(pc, ct, 0, pcache_overflow(pc) / 2);
         pcache_push(pc, ct, n, run);
         return;

@@ -42,6 +42,7 @@
     X(thp_advise, "dense pageblocks advised MADV_HUGEPAGE (for khugepaged)")   \
     X(thp_failed, "collapses and advice the kernel refused")                 \
     X(thp_split, "hugepage pageblocks turned sparse and given up to purging") \
+    X(thp_untouched, "dense pageblocks left plain: too few pages resident")    \
     X(huge_map, "huge mappings made")                                         \
     X(huge_unmap, "huge mappings unmapped")                                   \
     X(huge_reuse, "huge allocations served from the huge cache")              \
