@@ -36,6 +36,7 @@ import os
 import platform
 import random
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -126,11 +127,12 @@ def run_program(bench_dir, src, argv, stdin, figure, lib, procs):
     tmp = os.path.join(RESULTS, f".time-{os.getpid()}")
     cmd, env = timed(args, lib, tmp)
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, cwd=bench_dir, stdin=fin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    p = subprocess.Popen(cmd, cwd=bench_dir, stdin=fin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                         start_new_session=True)
     try:
         out, _ = p.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        p.kill()
+        os.killpg(p.pid, signal.SIGKILL)  # the program under /usr/bin/time too: it holds the pipe
         p.communicate()
         raise RuntimeError(f"timed out after {TIMEOUT_S} s")
     wall = time.monotonic() - t0
