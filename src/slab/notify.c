@@ -78,15 +78,17 @@ size_t heaps_take_emptied(uint64_t now, uint64_t tick_ms)
         for (unsigned c = 0; c < SL_NCLASSES; c++)
             if (decay_owner_idle(&h->notify_watch[c], waits(h, c), ld_relaxed(&h->notify_gen[c]), now, tick_ms))
                 take_emptied(h, c, &taken, &pages);
-    for (struct slab *s = taken, *next; s; s = next, slabs++) {
+    for (struct slab *s = taken; s; s = s->next)
+        slabs++;
+    if (slabs) { /* counted before their pages go: whoever sees the pages gone sees the count */
+        stat_add_shared(STAT_slab_release, slabs);
+        stat_add_shared(STAT_slab_taken_idle, slabs);
+    }
+    for (struct slab *s = taken, *next; s; s = next) {
         next = s->next;
         s->next = NULL;
         page_free(NULL, slab_base(s));
     }
     heaps_unlock_for_check();
-    if (slabs) {
-        stat_add_shared(STAT_slab_release, slabs);
-        stat_add_shared(STAT_slab_taken_idle, slabs);
-    }
     return pages << SL_PAGE_SHIFT;
 }
