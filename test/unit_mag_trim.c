@@ -28,34 +28,44 @@ static unsigned cls_of(size_t n) { return size_class_small(n); }
 
 static void policy(void)
 {
-    struct mag_trim_seen w = { 0, 0 };
+    struct mag_trim_seen w = { 0, 0, 0 }; /* a fresh heap's */
     CHECK_EQ(mag_trim_take(&w, 50, 0), 0); /* a first look: nothing held a tick yet */
-    CHECK(w.count == 50 && w.out == 0);
+    CHECK(w.count == 50 && w.out == 0 && w.low == 50);
     CHECK_EQ(mag_trim_take(&w, 50, 0), 38); /* untouched a tick: 3/4 of 50, rounded up */
-    CHECK(w.count == 12 && w.out == 38);
+    CHECK(w.count == 12 && w.out == 38 && w.low == 12);
     CHECK_EQ(mag_trim_take(&w, 12, 38), 9);
     CHECK_EQ(mag_trim_take(&w, 3, 47), 3); /* 3 - 3/4 */
-    CHECK(w.count == 0 && w.out == 50);
+    CHECK(w.count == 0 && w.out == 50 && w.low == 0);
     CHECK_EQ(mag_trim_take(&w, 0, 50), 0);
-    w = (struct mag_trim_seen){ .count = 1, .out = 7 };
+    w = (struct mag_trim_seen){ .count = 1, .out = 7, .low = 1 };
     CHECK_EQ(mag_trim_take(&w, 1, 7), 1); /* the last one too */
 
     /* used: 30 out (and 30 pushed back) of 40: at least 10 stayed all through */
-    w = (struct mag_trim_seen){ .count = 40, .out = 100 };
+    w = (struct mag_trim_seen){ .count = 40, .out = 100, .low = 40 };
     CHECK_EQ(mag_trim_take(&w, 40, 130), 8);
-    CHECK(w.count == 32 && w.out == 138);
+    CHECK(w.count == 32 && w.out == 138 && w.low == 32);
+    /* the same 30 out, looked at twice on the way: the bound is closer */
+    w = (struct mag_trim_seen){ .count = 40, .out = 100, .low = 40 };
+    mag_trim_look(&w, 36, 104);
+    CHECK_EQ(w.low, 36);
+    mag_trim_look(&w, 40, 108); /* 36 - 4 */
+    CHECK_EQ(w.low, 32);
+    CHECK_EQ(mag_trim_take(&w, 40, 130), 14); /* 40 - 22 = 18 */
+    /* a look never raises the bound, and the count now caps it */
+    w = (struct mag_trim_seen){ .count = 40, .out = 100, .low = 20 };
+    mag_trim_look(&w, 40, 100);
+    CHECK_EQ(w.low, 20);
+    mag_trim_look(&w, 5, 100);
+    CHECK_EQ(w.low, 5);
     /* popped past its count: emptied within the tick, keeps all */
-    w = (struct mag_trim_seen){ .count = 40, .out = 100 };
+    w = (struct mag_trim_seen){ .count = 40, .out = 100, .low = 40 };
     CHECK_EQ(mag_trim_take(&w, 60, 140), 0);
-    CHECK(w.count == 60 && w.out == 140);
-    /* malloc found it empty (heap_alloc_small_slow zeroes the count) */
-    w = (struct mag_trim_seen){ .count = 0, .out = 100 };
+    CHECK(w.count == 60 && w.out == 140 && w.low == 60);
+    /* malloc found it empty (heap_alloc_small_slow makes low 0) */
+    w = (struct mag_trim_seen){ .count = 60, .out = 100, .low = 0 };
     CHECK_EQ(mag_trim_take(&w, 60, 100), 0);
-    /* the low water is at most the count now */
-    w = (struct mag_trim_seen){ .count = 40, .out = 100 };
-    CHECK_EQ(mag_trim_take(&w, 5, 100), 4);
     /* out wraps */
-    w = (struct mag_trim_seen){ .count = 10, .out = UINT64_MAX - 2 };
+    w = (struct mag_trim_seen){ .count = 10, .out = UINT64_MAX - 2, .low = 10 };
     CHECK_EQ(mag_trim_take(&w, 10, 2), 4); /* 5 out: low 5, 5 - 5/4 */
     CHECK(w.out == 6);
 }

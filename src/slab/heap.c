@@ -313,7 +313,8 @@ static sl_noinline void *zero_alloc_slow(void)
     return p;
 }
 
-/* The magazines' trim, once per decay tick, from the owner's allocation
+/* The magazines' trim, once per decay tick, and a look at them at most
+ * once a clock step between (mag_trim.h), from the owner's allocation
  * slow paths (no thread: a single-threaded program trims too): a clock
  * read each (CLOCK_MONOTONIC_COARSE, vDSO). */
 static void mag_tick(struct heap *h)
@@ -321,6 +322,8 @@ static void mag_tick(struct heap *h)
     uint64_t now = os_now_ms();
     if (now - h->trim_ms >= decay_tick_ms(sl_opt.dirty_decay_ms, sl_opt.lazy_decay_ms))
         heap_mag_trim(h, now);
+    else if (now != h->look_ms)
+        heap_mag_look(h, now);
 }
 
 void *heap_alloc_small_slow(size_t n, bool quiet)
@@ -335,7 +338,7 @@ void *heap_alloc_small_slow(size_t n, bool quiet)
             return NULL;
     }
     heap_boost_check(h);
-    h->trim_seen[cls].count = 0; /* malloc found its magazine empty: its low water is 0 */
+    h->trim_seen[cls].low = 0; /* malloc found its magazine empty: its low water is 0 */
     mag_tick(h);
     if (unlikely(prof_on && !h->prof_armed)) /* a heap made before profiling started */
         heap_sample_arm(h);

@@ -96,18 +96,37 @@ static void mag_trim_class(struct heap *h, unsigned cls, unsigned k)
     mag_set(h, cls, top + k);
 }
 
-void heap_mag_trim(struct heap *h, uint64_t now)
+/* out of magazine cls so far, for mag_trim.h */
+static uint64_t mag_out(struct heap *h, unsigned cls)
 {
-    h->trim_ms = now;
+    uint64_t pops, slab;
+    heap_pops(h, cls, &pops, &slab);
+    return pops + ld_relaxed(&h->mag_adj[cls]);
+}
+
+void heap_mag_look(struct heap *h, uint64_t now)
+{
+    h->look_ms = now;
     for (unsigned w = 0; w < sizeof h->mags_held / sizeof h->mags_held[0]; w++)
         for (uint64_t held = h->mags_held[w]; held; held &= held - 1) {
             unsigned cls = w * 64 + (unsigned)__builtin_ctzll(held);
-            uint64_t pops, slab;
-            heap_pops(h, cls, &pops, &slab);
-            uint32_t take = mag_trim_take(&h->trim_seen[cls], mag_count(h, cls), pops + ld_relaxed(&h->mag_adj[cls]));
-            if (take)
-                mag_trim_class(h, cls, take);
+            mag_trim_look(&h->trim_seen[cls], mag_count(h, cls), mag_out(h, cls));
         }
+}
+
+void heap_mag_trim(struct heap *h, uint64_t now)
+{
+    h->look_ms = h->trim_ms = now;
+    for (unsigned w = 0; w < sizeof h->mags_held / sizeof h->mags_held[0]; w++)
+        for (uint64_t held = h->mags_held[w]; held; held &= held - 1) {
+            unsigned cls = w * 64 + (unsigned)__builtin_ctzll(held);
+            uint32_t take = mag_trim_take(&h->trim_seen[cls], mag_count(h, cls), mag_out(h, cls));
+            if (take) {
+                mag_trim_class(h, cls, take);
+                stat_add(h->stats, STAT_mag_trim_objects, take);
+            }
+        }
+    stat_add(h->stats, STAT_mag_trim_passes, 1);
 }
 
 /* Only the magazines laid out (mags_held): a thread's exit visits the

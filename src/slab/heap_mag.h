@@ -198,9 +198,11 @@ void heaps_sample_arm(void);
  * the objects' live bits (the owner, or heaps_lock for an orphan). */
 void heap_mag_flush(struct heap *h);
 void heap_mag_flush_class(struct heap *h, unsigned cls);
-/* The magazines' trim (mag_trim.h), a pass at time now (ms): each of h's
- * magazines gives back to its slabs most of the objects at its bottom
- * that no malloc reached since the last pass (the owner). */
+/* The magazines' trim (mag_trim.h), at time now (ms), by the owner: a
+ * look at each of h's magazines (their low water bounded closer), or the
+ * trim (each gives back to its slabs most of the objects at its bottom
+ * that no malloc reached since the last trim). */
+void heap_mag_look(struct heap *h, uint64_t now);
 void heap_mag_trim(struct heap *h, uint64_t now);
 /* Free of p (validated; a malloc-class object of h's) whose magazine is
  * full: straight onto its slab, its live bit cleared; in a burst, the
