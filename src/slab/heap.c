@@ -320,9 +320,11 @@ static sl_noinline void *zero_alloc_slow(void)
 static void mag_tick(struct heap *h)
 {
     uint64_t now = os_now_ms();
+    if (now == h->look_ms) /* most slow paths: looked (or trimmed) this clock step */
+        return;
     if (now - h->trim_ms >= decay_tick_ms(sl_opt.dirty_decay_ms, sl_opt.lazy_decay_ms))
         heap_mag_trim(h, now);
-    else if (now != h->look_ms)
+    else
         heap_mag_look(h, now);
 }
 
