@@ -14,7 +14,7 @@
  * (never-returned pointers, objects on a slab's free list) and the
  * object's cookie. Objects leave a magazine by malloc, or by a flush back
  * into the slabs (heap_mag_flush: thread exit, sl_purge, a bulk free of
- * the class; and the trim, heap_mag_trim: once a tick, the objects at the
+ * the class; and the trim, heap_mag_trim: 4 times a tick, the objects at the
  * bottom that no malloc reached, mag_trim.h), which clears their bits. Paths that take the live bit for
  * "live" in bulk, without reading objects (the owner's collect of remote
  * frees, sl_free_bulk), mask the magazine's objects out or flush it first.

@@ -1,7 +1,7 @@
 /* mag_trim.h — the magazine trim's policy (jemalloc's tcache GC), pure
  * functions of a magazine's counts, tested with made-up ones (unit_mag_trim).
  *
- * Once per decay tick, on its owner's allocation slow path (heap.c:
+ * Four times per decay tick, on its owner's allocation slow path (heap.c:
  * mag_tick; no thread of its own, so a single-threaded program trims
  * too), each magazine gives back to its slabs three quarters (rounded up)
  * of its low water since the last trim: the objects at its bottom, which
@@ -32,7 +32,7 @@
 
 #include "../base/common.h"
 
-#define MAG_TRIM_KEEP 4 /* of the objects held all through a tick, 1/MAG_TRIM_KEEP stay */
+#define MAG_TRIM_KEEP 4 /* of the objects held since the last trim, 1/MAG_TRIM_KEEP stay */
 
 /* A magazine as the slow paths last saw it. */
 struct mag_trim_seen {
