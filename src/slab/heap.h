@@ -34,6 +34,7 @@
 #include "../page/page.h"
 #include "../pagemap/pagemap.h"
 #include "../stats/stats.h"
+#include "mag_trim.h"
 #include "size_class.h"
 #include "slab.h"
 
@@ -161,6 +162,11 @@ struct heap {
         uint64_t count, bias;
         unsigned k, cls;
     } pops_next;
+    uint64_t trim_ms, look_ms;          /* owner: when heap_mag_trim and heap_mag_look
+                                         * last ran (os_now_ms) */
+    struct mag_trim_seen trim_seen[SL_NCLASSES]; /* owner: each magazine as they last saw
+                                         * it (mag_trim.h); low 0 once malloc found it
+                                         * empty (heap_alloc_small_slow) */
 };
 
 extern struct heap heap_empty;

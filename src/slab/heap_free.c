@@ -79,6 +79,57 @@ void heap_mag_flush_class(struct heap *h, unsigned cls)
         mag_to_slabs(h, cls, top, mag_end(h, cls));
 }
 
+/* Give back the k objects at the bottom of h's magazine of class cls (0 <
+ * k <= its count): those there longest. The rest move down to its end, in
+ * their order, and the top follows them; while they move, a reader
+ * (free_state_find) may find an object in two slots, or one given back
+ * still in its slot: free either way. */
+static void mag_trim_class(struct heap *h, unsigned cls, unsigned k)
+{
+    void **top = h->mag_top[cls], **end = mag_end(h, cls);
+    if (top + k == end)
+        return heap_mag_flush_class(h, cls); /* idle now: its next layout is at its class's depth */
+    mag_to_slabs(h, cls, end - k, end);
+    for (void **from = end - k, **to = end; from > top;) {
+        --from;
+        __atomic_store_n(--to, *from, __ATOMIC_RELAXED);
+    }
+    mag_set(h, cls, top + k);
+}
+
+/* out of magazine cls so far, for mag_trim.h */
+static uint64_t mag_out(struct heap *h, unsigned cls)
+{
+    uint64_t pops, slab;
+    heap_pops(h, cls, &pops, &slab);
+    return pops + ld_relaxed(&h->mag_adj[cls]);
+}
+
+void heap_mag_look(struct heap *h, uint64_t now)
+{
+    h->look_ms = now;
+    for (unsigned w = 0; w < sizeof h->mags_held / sizeof h->mags_held[0]; w++)
+        for (uint64_t held = h->mags_held[w]; held; held &= held - 1) {
+            unsigned cls = w * 64 + (unsigned)__builtin_ctzll(held);
+            mag_trim_look(&h->trim_seen[cls], mag_count(h, cls), mag_out(h, cls));
+        }
+}
+
+void heap_mag_trim(struct heap *h, uint64_t now)
+{
+    h->look_ms = h->trim_ms = now;
+    for (unsigned w = 0; w < sizeof h->mags_held / sizeof h->mags_held[0]; w++)
+        for (uint64_t held = h->mags_held[w]; held; held &= held - 1) {
+            unsigned cls = w * 64 + (unsigned)__builtin_ctzll(held);
+            uint32_t take = mag_trim_take(&h->trim_seen[cls], mag_count(h, cls), mag_out(h, cls));
+            if (take) {
+                mag_trim_class(h, cls, take);
+                stat_add(h->stats, STAT_mag_trim_objects, take);
+            }
+        }
+    stat_add(h->stats, STAT_mag_trim_passes, 1);
+}
+
 /* Only the magazines laid out (mags_held): a thread's exit visits the
  * classes it freed, not all SL_NCLASSES. */
 void heap_mag_flush(struct heap *h)

@@ -14,7 +14,8 @@
  * (never-returned pointers, objects on a slab's free list) and the
  * object's cookie. Objects leave a magazine by malloc, or by a flush back
  * into the slabs (heap_mag_flush: thread exit, sl_purge, a bulk free of
- * the class), which clears their bits. Paths that take the live bit for
+ * the class; and the trim, heap_mag_trim: 4 times a tick, the objects at the
+ * bottom that no malloc reached, mag_trim.h), which clears their bits. Paths that take the live bit for
  * "live" in bulk, without reading objects (the owner's collect of remote
  * frees, sl_free_bulk), mask the magazine's objects out or flush it first.
  * Only objects of the heap's own slabs enter it, so only the owner ever
@@ -198,6 +199,12 @@ void heaps_sample_arm(void);
  * the objects' live bits (the owner, or heaps_lock for an orphan). */
 void heap_mag_flush(struct heap *h);
 void heap_mag_flush_class(struct heap *h, unsigned cls);
+/* The magazines' trim (mag_trim.h), at time now (ms), by the owner: a
+ * look at each of h's magazines (their low water bounded closer), or the
+ * trim (each gives back to its slabs most of the objects at its bottom
+ * that no malloc reached since the last trim). */
+void heap_mag_look(struct heap *h, uint64_t now);
+void heap_mag_trim(struct heap *h, uint64_t now);
 /* Free of p (validated; a malloc-class object of h's) whose magazine is
  * full: straight onto its slab, its live bit cleared; in a burst, the
  * magazine grows, or at its room gives half back to the slabs, and p is

@@ -53,7 +53,8 @@
  * its room: 64 KiB of objects too, at most 2048 (the classes of 16 to 256
  * bytes can grow). A thread's magazines hold at most 8.4 MiB (a full
  * magazine of every class, grown); a watermark boost, sl_purge and thread
- * exit empty them, and an emptied magazine starts again at its depth. */
+ * exit empty them, the trim gives back what sat unused (mag_trim.h),
+ * and an emptied magazine starts again at its depth. */
 #define MAG_BYTES        65536
 #define MAG_MAX_OBJECTS  256
 #define MAG_ROOM_OBJECTS 2048

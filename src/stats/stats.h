@@ -24,6 +24,8 @@
     X(slab_new, "slabs created")                                              \
     X(slab_release, "empty slabs returned to the page layer")                 \
     X(slab_taken_idle, "of them, emptied by remote frees and taken from an idle owner") \
+    X(mag_trim_passes, "magazine trim passes (each heap's, 4 a decay tick)")  \
+    X(mag_trim_objects, "objects the trim gave back from magazines to slabs") \
     X(pcache_refill, "page cache refills (one lock each)")                    \
     X(pcache_drain, "page cache drains (one lock each)")                      \
     X(pcache_grow, "page cache budgets doubled (drained runs asked for again)") \
