@@ -1,5 +1,6 @@
 /* Out of memory (run under `ulimit -v`, see CMakeLists.txt): every regime
- * fails with NULL and ENOMEM, never a crash, and works again after frees;
+ * fails with NULL and ENOMEM (sl_alloc_bulk with 0), never a crash, and
+ * works again after frees;
  * `oom keep`: free pageblocks give way to a huge mapping. */
 #include <errno.h>
 #include <string.h>
@@ -88,6 +89,11 @@ int main(int argc, char **argv)
         CHECK(sl_malloc((size_t)1 << 40) == NULL && errno == ENOMEM);
         errno = 0;
         CHECK(sl_calloc(1, (size_t)1 << 36) == NULL && errno == ENOMEM);
+        /* bulk: all or none (profiling every allocation, oom_prof: its
+         * sampled blocks are made first, and given back when the rest fails) */
+        static void *bulk[4096];
+        errno = 0;
+        CHECK(sl_alloc_bulk(48, 4096, bulk) == 0 && errno == ENOMEM);
         for (size_t i = 0; i < total; i++)
             sl_free(held[i]);
         sl_purge();
