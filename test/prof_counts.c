@@ -113,6 +113,28 @@ static void first_gap(void)
     sl_free(b);
 }
 
+/* A thread that exits with a run parked in its page cache, on the first
+ * slow path since the program has had a thread: its exit drains the cache
+ * under heaps_lock, which must not start the reclaimer there
+ * (pthread_create mallocs ld.so's thread data; with every malloc sampled
+ * that takes the sampler's lock under heaps_lock, which a debug build
+ * reports, and a refill could take heaps_lock again). */
+static void *run_and_exit(void *arg)
+{
+    (void)arg;
+    sl_free(sl_malloc(64 << 10));
+    return NULL;
+}
+
+static void exit_drain(void)
+{
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, run_and_exit, NULL), 0);
+    pthread_join(t, NULL);
+    sl_free(sl_malloc(64 << 10)); /* a later slow path may start it */
+    CHECK_EQ(sl_check(), 0);
+}
+
 static atomic_int reading_done, writing_done;
 static uint64_t worst_back;
 
@@ -151,6 +173,10 @@ static void no_torn_reads(void)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "exit")) { /* SLUICE_PROF_SAMPLE=1 */
+        exit_drain();
+        return t_done("prof_counts");
+    }
     if (argc > 1 && !strcmp(argv[1], "first")) { /* SLUICE_PROF_SAMPLE=1G */
         first_gap();
         return t_done("prof_counts");

@@ -347,6 +347,11 @@ static bool reclaimer_start(void)
         return true; /* never */
     if (!sl_opt.publish && sl_opt.reclaimer == BG_AUTO && os_single_threaded())
         return false; /* not yet: ask again on a later slow path */
+    /* pthread_create mallocs (ld.so's thread data): not under a lock of
+     * sluice's (a thread's exit drains its page cache under heaps_lock,
+     * and the malloc may sample, or refill from an orphan under it again) */
+    if (lock_any_held())
+        return false;
     if (atomic_exchange(&running, 1))
         return true;
     if (!os_thread_start(reclaimer_main, NULL))
