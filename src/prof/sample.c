@@ -77,6 +77,8 @@ double prof_expm1(double x)
         return -1;
     /* x = k ln 2 + r, |r| <= ln2 / 2; exp(x) = 2^k (1 + expm1(r)) */
     double k = (double)(long)(x / 0.69314718055994530942 - 0.5);
+    if (k < -1074)
+        return -1; /* 2^k is below the least subnormal: exp(x) rounds to 0 (x in [-745, -744.7]) */
     double r = (x - k * LN2_HI) - k * LN2_LO;
     double scale = k >= -1022 ? from_bits((uint64_t)(1023 + (long)k) << 52)
                               : from_bits((uint64_t)1 << (1074 + (long)k)); /* subnormal 2^k */
