@@ -236,7 +236,7 @@ bool heap_id_sync_slow(struct heap *h, unsigned id, uint32_t key)
 static struct slab *slab_new(struct heap *h, unsigned id)
 {
     const struct slab_geom *g = &slab_geom[id];
-    void *run = page_alloc(&h->pcache, (enum pb_type)g->type, g->pages, 1, PG_SLAB, NULL);
+    void *run = page_alloc(&h->room->pcache, (enum pb_type)g->type, g->pages, 1, PG_SLAB, NULL);
     if (!run)
         return NULL;
     struct slab *s = slab_of_page(page_of(run));
@@ -404,7 +404,7 @@ static sl_noinline void *alloc_run_slow(size_t size, size_t align, bool *clean)
     mag_tick(h);
     size_t align_pages = align > SL_PAGE ? align >> SL_PAGE_SHIFT : 1;
     void *r;
-    DRAIN_RETRY(r, page_alloc(&h->pcache, PB_RUN, heap_run_pages(size), align_pages, PG_RUN, clean));
+    DRAIN_RETRY(r, page_alloc(&h->room->pcache, PB_RUN, heap_run_pages(size), align_pages, PG_RUN, clean));
     huge_growth();
     return r;
 }
@@ -413,7 +413,7 @@ void *heap_alloc_run(size_t size, size_t align, bool *clean)
 {
     struct heap *h = tls_heap;
     void *r;
-    if (likely(h != &heap_empty && align <= SL_PAGE) && (r = page_cache_pop_run(&h->pcache, heap_run_pages(size)))) {
+    if (likely(h != &heap_empty && align <= SL_PAGE) && (r = page_cache_pop_run(&h->room->pcache, heap_run_pages(size)))) {
         if (clean)
             *clean = false; /* a parked run is dirty */
     } else if (!(r = alloc_run_slow(size, align, clean))) {

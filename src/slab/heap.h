@@ -74,7 +74,25 @@ struct heap_counts {
     _Atomic uint64_t alloc[SL_NIDS], free[SL_NIDS], remote[SL_NIDS], bulk[SL_NIDS];
 };
 
+/* What only a heap with a thread of its own has: its page cache and its
+ * magazines (mag_top says which are laid out). heap_empty has none (a
+ * struct heap is its room-less part: heap_alloc_size), so that the heap
+ * a thread has before its first slow path is 28 KiB of .data instead of
+ * 171 KiB; code reads them only for a heap that is not heap_empty. */
+struct heap_room {
+    struct page_cache pcache;            /* owner */
+    void *mag[MAG_SLOTS];                /* owner; the magazines, see mag_top */
+};
+
+/* The fields are in the order a small program's thread touches them, so
+ * that it touches few pages (docs/benchmarks/small-rss.md): first what
+ * the fast paths read (and heap_empty's nonzero fields), then what the
+ * owner's slow paths write for the classes it uses, the pop counts, what
+ * the registry and the reclaimer write, the counts by cache id (4 KiB an
+ * array, so a page each for the malloc classes' alloc, free, remote and
+ * bulk counts), and last the remote-free batch. */
 struct heap {
+    /* -- the fast paths -- */
     struct slab *cur[SL_NCLASSES + 1];  /* owner; never NULL (slab_none, always
                                          * for cur[SL_CLASS_ZERO]) */
     uint32_t tag;                       /* the page tag of its malloc slabs, less the class:
@@ -84,33 +102,17 @@ struct heap {
     void **mag_top[SL_NCLASSES + 1];    /* owner writes: each magazine's last object, its
                                          * NULL end when empty, or MAG_IDLE (mag_none
                                          * for [SL_CLASS_ZERO] and heap_empty) */
+    _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
+    /* -- the owner's slow paths -- */
     uint64_t sample_armed[2][(SL_NCLASSES + 63) / 64]; /* owner: the first gap of class c's
                                          * countdown [0] (mag_pops) and [1] (slab_pops) was
                                          * drawn (heap_alloc_sampled_slow) */
     bool prof_armed;                    /* owner: heap_sample_arm has run (profiling on) */
+    uint32_t boost_seen;                /* owner: page_boost_gen_word when it last drained */
     struct slab *partial[SL_NCLASSES];  /* owner; doubly linked */
-    _Atomic(struct heap_ids *) ids;     /* owner writes once; remote freers read */
     _Atomic(struct slab *) notify[SL_NCLASSES]; /* malloc classes: FULL slabs that got a remote
                                                  * free, a stack per class */
     _Atomic uint32_t notify_gen[SL_NCLASSES];   /* owner writes: its takes of each so far */
-    struct owner_watch notify_watch[SL_NCLASSES]; /* heaps_lock: the reclaimer's look at each
-                                                   * (notify.c) */
-    struct page_cache pcache;           /* owner */
-    uint32_t boost_seen;                /* owner: page_boost_gen_word when it last drained */
-    stat_counters stats;                /* owner writes, anyone reads */
-    struct heap *all_next;              /* heaps_lock */
-    struct heap *orphan_next;           /* heaps_lock */
-    bool orphan;                        /* heaps_lock */
-    bool fork_orphan;                   /* heaps_lock: orphaned by fork; its thread may have
-                                         * stopped mid-operation, so its slabs are repaired
-                                         * (slab_repair) before anyone uses them */
-    void *mag[MAG_SLOTS];                /* owner; the magazines, see mag_top */
-    uint32_t rbatch_n, rbatch_units;     /* owner: remote frees batched, and their units
-                                          * (class_batch_units) */
-    void *rbatch[RBATCH_CAP];            /* owner (remote_batch.c) */
-    uint8_t rbatch_cls[RBATCH_CAP];      /* owner: each one's size class */
-    struct slab *remote_held;            /* owner: the slab whose remote lock its thread
-                                          * is taking or holds (slab.h), for fork */
     uint8_t mag_shift[SL_NCLASSES];      /* owner: each magazine's depth is its class's
                                           * class_mag_cap << this, at most its room */
     uint16_t mag_burst[SL_NCLASSES];     /* owner: frees past the full magazine in a row
@@ -128,8 +130,12 @@ struct heap {
                                           * comes back through partial_push */
     uint64_t mags_held[(SL_NCLASSES + 63) / 64]; /* owner: bit c set while magazine c is
                                           * laid out (mag_layout), clear while it is idle */
-    struct heap_counts counts;           /* owner writes (heap_empty's: any thread, atomic
-                                          * adds), anyone reads */
+    uint64_t trim_ms, look_ms;          /* owner: when heap_mag_trim and heap_mag_look
+                                         * last ran (os_now_ms) */
+    struct mag_trim_seen trim_seen[SL_NCLASSES]; /* owner: each magazine as they last saw
+                                         * it (mag_trim.h); low 0 once malloc found it
+                                         * empty (heap_alloc_small_slow) */
+    stat_counters stats;                /* owner writes, anyone reads */
     /* The small malloc's counts, which are also its sample countdowns
      * (owner writes, anyone reads through heap_pops; zero for heap_empty,
      * which never pops):
@@ -162,12 +168,28 @@ struct heap {
         uint64_t count, bias;
         unsigned k, cls;
     } pops_next;
-    uint64_t trim_ms, look_ms;          /* owner: when heap_mag_trim and heap_mag_look
-                                         * last ran (os_now_ms) */
-    struct mag_trim_seen trim_seen[SL_NCLASSES]; /* owner: each magazine as they last saw
-                                         * it (mag_trim.h); low 0 once malloc found it
-                                         * empty (heap_alloc_small_slow) */
+    /* -- the registry, the reclaimer -- */
+    struct heap *all_next;              /* heaps_lock */
+    struct heap *orphan_next;           /* heaps_lock */
+    bool orphan;                        /* heaps_lock */
+    bool fork_orphan;                   /* heaps_lock: orphaned by fork; its thread may have
+                                         * stopped mid-operation, so its slabs are repaired
+                                         * (slab_repair) before anyone uses them */
+    struct owner_watch notify_watch[SL_NCLASSES]; /* heaps_lock: the reclaimer's look at each
+                                                   * (notify.c) */
+    struct heap_counts counts;           /* owner writes (heap_empty's: any thread, atomic
+                                          * adds), anyone reads */
+    /* -- remote frees -- */
+    uint32_t rbatch_n, rbatch_units;     /* owner: remote frees batched, and their units
+                                          * (class_batch_units) */
+    void *rbatch[RBATCH_CAP];            /* owner (remote_batch.c) */
+    uint8_t rbatch_cls[RBATCH_CAP];      /* owner: each one's size class */
+    struct slab *remote_held;            /* owner: the slab whose remote lock its thread
+                                          * is taking or holds (slab.h), for fork */
+    struct heap_room room[];             /* every heap's but heap_empty's: one */
 };
+/* The bytes of a heap record: the heap and its room. */
+#define heap_alloc_size (sizeof(struct heap) + sizeof(struct heap_room))
 
 extern struct heap heap_empty;
 sl_inline void heap_count(struct heap *h, enum sl_stat id, uint64_t n)

@@ -67,7 +67,7 @@ static bool parked_has(const struct parked *ps, uintptr_t run)
     if (ps->mask)
         return ps->slot[slot_of(ps, run)] == run;
     for (struct heap *h = heaps_all(); h; h = h->all_next)
-        if (pcache_holds(&h->pcache, run))
+        if (pcache_holds(&h->room->pcache, run))
             return true;
     return false;
 }
@@ -319,7 +319,7 @@ void heap_check_all(void)
     memset(&c, 0, sizeof c);
     size_t runs = 0;
     for (struct heap *h = heaps_all(); h; h = h->all_next)
-        runs += pcache_runs(&h->pcache);
+        runs += pcache_runs(&h->room->pcache);
     size_t cap = 64;
     while (cap < 2 * runs)
         cap *= 2;
@@ -327,7 +327,7 @@ void heap_check_all(void)
     c.parked.mask = c.parked.slot ? cap - 1 : 0;
     c.forked = heaps_forked();
     for (struct heap *h = heaps_all(); h; h = h->all_next) {
-        check_pcache(&h->pcache, &c.parked);
+        check_pcache(&h->room->pcache, &c.parked);
         if (!h->fork_orphan) /* lists of a thread stopped by fork: maybe mid-update */
             check_heap(h, &c);
     }

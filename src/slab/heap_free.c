@@ -54,7 +54,7 @@ void heap_free_local_slow(struct heap *h, struct slab *s, bool bulk)
         }
     }
     if (!s->used && s->state == SLAB_PARTIAL && !slab_spare_room(h, s, bulk))
-        slab_release(h, s, &h->pcache);
+        slab_release(h, s, &h->room->pcache);
 }
 
 /* The objects of magazine cls's slots [top, stop), taken off it already
@@ -190,12 +190,12 @@ static void run_free(void *p, struct page *pg, struct heap *h)
          * 20.9 not parked; bench_mixed 148.9, 154.5, 149.4) */
         park = req > SL_SMALL_MAX;
     }
-    if (likely(h != &heap_empty) && park && page_cache_push_run(&h->pcache, p, pg)) {
+    if (likely(h != &heap_empty) && park && page_cache_push_run(&h->room->pcache, p, pg)) {
         stat_add(h->stats, STAT_free_medium, 1);
         return;
     }
     heap_count(h, STAT_free_medium, 1);
-    page_free(h == &heap_empty || !park ? NULL : &h->pcache, p);
+    page_free(h == &heap_empty || !park ? NULL : &h->room->pcache, p);
 }
 
 /* Remote frees by threads that could get no heap (lock order: init.c). */

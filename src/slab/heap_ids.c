@@ -37,8 +37,8 @@ size_t heap_id_shrink(unsigned id)
     heaps_lock_for_freeing();
     struct heap *h = tls_heap;
     if (h != &heap_empty && heap_id_live(h, id)) {
-        heap_reclaim_id(h, id, false, &h->pcache, &released);
-        page_cache_drain(&h->pcache);
+        heap_reclaim_id(h, id, false, &h->room->pcache, &released);
+        page_cache_drain(&h->room->pcache);
     }
     for (struct heap *o = heaps_orphans(); o; o = o->orphan_next)
         if (heap_id_live(o, id))

@@ -56,7 +56,7 @@
 extern void *mag_none[1]; /* { NULL }: the empty magazines of heap_empty */
 extern void *mag_idle[2]; /* { MAG_LIMIT, NULL } */
 #define MAG_IDLE (&mag_idle[1])
-sl_inline void **mag_end(struct heap *h, unsigned cls) { return &h->mag[class_mag_end[cls]]; }
+sl_inline void **mag_end(struct heap *h, unsigned cls) { return &h->room->mag[class_mag_end[cls]]; }
 sl_inline unsigned mag_depth(struct heap *h, unsigned cls)
 {
     unsigned d = (unsigned)class_mag_cap[cls] << h->mag_shift[cls];

@@ -202,7 +202,7 @@ struct heap *heap_get_slow(void)
     }
     lock_release(&heaps_lock);
     if (!h) {
-        h = meta_alloc(sizeof *h);
+        h = meta_alloc(heap_alloc_size);
         if (!h)
             return NULL;
         for (unsigned id = 0; id <= SL_CLASS_ZERO; id++)
@@ -211,7 +211,7 @@ struct heap *heap_get_slow(void)
             mag_set(h, c, MAG_IDLE);
         mag_set(h, SL_CLASS_ZERO, mag_none);
         atomic_store_explicit(&h->ids, &ids_none, memory_order_relaxed);
-        page_cache_init(&h->pcache, h->stats);
+        page_cache_init(&h->room->pcache, h->stats);
         h->boost_seen = ld_relaxed(&page_boost_gen_word);
         stat_add(h->stats, STAT_heap_new, 1);
         lock_acquire(&heaps_lock);
@@ -220,7 +220,7 @@ struct heap *heap_get_slow(void)
          * while no exited thread's heap is free to take over */
         if (heap_seq + 1 >= HEAP_TAG_NONE >> TAG_HEAP_SHIFT) {
             lock_release(&heaps_lock);
-            meta_free(h, sizeof *h);
+            meta_free(h, heap_alloc_size);
             errno = ENOMEM;
             return NULL;
         }
@@ -258,8 +258,8 @@ void heap_thread_exit(struct heap *h)
     remote_batch_flush(h);
     heap_mag_flush(h);
     lock_acquire(&heaps_lock);
-    heap_reclaim(h, false, &h->pcache);
-    page_cache_drain(&h->pcache);
+    heap_reclaim(h, false, &h->room->pcache);
+    page_cache_drain(&h->room->pcache);
     tls_heap = &heap_empty;
     h->orphan = true;
     h->orphan_next = orphans;
@@ -339,17 +339,17 @@ static void drain_page_caches(enum drain_depth depth, size_t want)
 {
     (void)want;
     if (tls_heap != &heap_empty)
-        page_cache_drain(&tls_heap->pcache);
+        page_cache_drain(&tls_heap->room->pcache);
     if (depth == DRAIN_THREAD || !ld_relaxed(&norphans))
         return;
     lock_acquire(&heaps_lock);
     for (struct heap *o = orphans; o; o = o->orphan_next)
-        page_cache_drain(&o->pcache);
+        page_cache_drain(&o->room->pcache);
     lock_release(&heaps_lock);
 }
 static size_t page_cache_bytes(struct heap *h)
 {
-    return (size_t)__atomic_load_n(&h->pcache.pages, __ATOMIC_RELAXED) << SL_PAGE_SHIFT;
+    return (size_t)__atomic_load_n(&h->room->pcache.pages, __ATOMIC_RELAXED) << SL_PAGE_SHIFT;
 }
 static size_t page_caches_held(void) { return heaps_sum(page_cache_bytes); }
 DRAIN_REGISTER(page_caches_drain, .name = "page_caches", .order = DRAIN_PAGE_CACHES, .depths = DRAIN_ALL_DEPTHS,
@@ -422,7 +422,7 @@ void heap_fork_child(void)
         if (held && held != tls_heap->remote_held && slab_remote_unstick(held))
             heap_wake(atomic_load_explicit(&held->owner, memory_order_relaxed), held);
         h->remote_held = NULL;
-        page_cache_forget(&h->pcache); /* it may be mid-push */
+        page_cache_forget(&h->room->pcache); /* it may be mid-push */
         /* its magazines' objects are live in the bitmap and on no free
          * list: with their bits cleared, slab_repair puts them back on
          * their slabs' free lists (an object pushed but not yet counted
