@@ -31,8 +31,12 @@ The text is placed at a 64 KiB boundary (it is mapped at one: the library
 is, at 2 MiB for its size), and the read-only data before it, with the
 headers that ld.so reads anyway: then the hot functions, .init and the
 PLT fill one window, and .eh_frame (read only to unwind) one of its own.
+And the .bss arrays of a page or more (named in the profiled library)
+follow the small variables, which then share a few pages.
 """
 import argparse, re, subprocess, sys
+
+BIG_BSS = 4096  # a .bss array this large or larger goes after the small variables
 
 ALWAYS = ["_Znwm", "_Znam", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZnwmRKSt9nothrow_t",
           "_ZnamRKSt9nothrow_t",
@@ -77,12 +81,14 @@ def main():
     for n in ALWAYS:
         runs[n] = len(a.profiles)
     hot = set(runs)
-    at = {}
-    for line in subprocess.run(["nm", "--defined-only", a.so], capture_output=True, text=True,
+    at, big = {}, set()
+    for line in subprocess.run(["nm", "-S", "--defined-only", a.so], capture_output=True, text=True,
                                check=True).stdout.splitlines():
         f = line.split()
-        if len(f) == 3 and f[1] in "tTiW":
-            at.setdefault(f[0], []).append(f[2])
+        if len(f) == 4 and f[2] in "tTiW":
+            at.setdefault(f[0], []).append(f[3])
+        elif len(f) == 4 and f[2] in "bB" and int(f[1], 16) >= BIG_BSS:
+            big.add(f[3].split(".")[0])
     for names in at.values():
         n = max((runs[x] for x in names if x in runs), default=0)
         for x in names:
@@ -116,6 +122,14 @@ def main():
     out.write("SECTIONS\n{\n  .rodata :\n  {\n    *(.rodata .rodata.* .gnu.linkonce.r.*)\n  }\n}\n"
               "INSERT AFTER .rela.plt;\n")
     out.write("SECTIONS\n{\n  . = ALIGN(0x10000);\n}\nINSERT BEFORE .init;\n")
+    # the zeroed arrays of a page or more after the rest of .bss, so that
+    # the small variables, most of them written at the first malloc, share
+    # a few pages instead of one beside each array (objects built with
+    # -fdata-sections)
+    out.write("SECTIONS\n{\n  .bss.sl_big (NOLOAD) :\n  {\n")
+    for b in sorted(big):
+        out.write(f"    *(.bss.{b} .bss.{b}.*)\n")
+    out.write("  }\n}\nINSERT AFTER .bss;\n")
 
 
 if __name__ == "__main__":
