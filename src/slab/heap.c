@@ -395,6 +395,14 @@ void *heap_alloc_small_quiet(size_t n)
 
 /* ---- medium runs --------------------------------------------------------- */
 
+#define RUN_R8(b)                                                                                          \
+    HEAP_RUN_ROUND(b), HEAP_RUN_ROUND(b + 1), HEAP_RUN_ROUND(b + 2), HEAP_RUN_ROUND(b + 3), HEAP_RUN_ROUND(b + 4), \
+        HEAP_RUN_ROUND(b + 5), HEAP_RUN_ROUND(b + 6), HEAP_RUN_ROUND(b + 7)
+const uint8_t heap_run_pages_lut[PCACHE_MAX_PAGES + 1] = { RUN_R8(0),  RUN_R8(8),  RUN_R8(16), RUN_R8(24), RUN_R8(32),
+                                                           RUN_R8(40), RUN_R8(48), RUN_R8(56), HEAP_RUN_ROUND(64) };
+_Static_assert(PCACHE_MAX_PAGES == 64, "heap_run_pages_lut lists 0..64");
+#undef RUN_R8
+
 /* heap_alloc_run past the page cache's stacks: a heap made, the run
  * taken from the shared heap (aligned, or refilled), marked live. */
 static sl_noinline void *alloc_run_slow(size_t size, size_t align, bool *clean)
