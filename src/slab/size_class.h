@@ -60,8 +60,9 @@
  * instructions. A magazine
  * that a burst of frees overflows grows (heap.c: mag_grow), doubling up to
  * its room: 64 KiB of objects too, at most 2048 (the classes of 16 to 256
- * bytes can grow). A thread's magazines hold at most 8.4 MiB (a full
- * magazine of every class, grown); a watermark boost, sl_purge and thread
+ * bytes can grow). A thread's magazines hold at most 14.2 MiB (a full
+ * magazine of every class, grown; 8.4 MiB with 16 objects at least, most
+ * of the difference in the classes above 4 KiB); a watermark boost, sl_purge and thread
  * exit empty them, the trim gives back what sat unused (mag_trim.h),
  * and an emptied magazine starts again at its depth. */
 #define MAG_BYTES        65536
