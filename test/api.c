@@ -785,6 +785,26 @@ static void test_magazine_burst(void)
     sl_purge();
 }
 
+/* A thread with no heap that frees a medium run (a consumer of runs
+ * another thread made) gets a heap, as it does for a small object, so
+ * that its frees park runs in its own page cache instead of taking the
+ * page heap lock each (slab/heap_free.c: free_block_other). */
+static void *free_one(void *p)
+{
+    sl_free(p);
+    return NULL;
+}
+static void test_consumer_run(void)
+{
+    void *p = sl_malloc(100000);
+    uint64_t heaps = sl_stat("heap_new") + sl_stat("heap_reuse");
+    pthread_t t;
+    pthread_create(&t, NULL, free_one, p);
+    pthread_join(t, NULL);
+    CHECK_EQ(sl_stat("heap_new") + sl_stat("heap_reuse"), heaps + 1);
+    CHECK(sl_check() == 0);
+}
+
 /* A magazine of a class above 4 KiB holds 32 objects (size_class.h:
  * MAG_MIN_OBJECTS): 32 objects of 16 KiB (two a slab) freed and asked for
  * again stay in it, no slab given back or made; with 16, half of them
@@ -861,6 +881,7 @@ int main(void)
     test_magazine();
     test_magazine_burst();
     test_magazine_large();
+    test_consumer_run();
     test_magazine_spill();
     test_stats_and_purge();
     test_huge_cache();
