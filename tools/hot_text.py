@@ -105,7 +105,7 @@ def main():
     out = sys.stdout
     out.write("/* hot-text.ld — written by tools/hot_text.py (its top says why and how);\n"
               " * the functions small programs run, first in libsluice's text. */\n"
-              "SECTIONS\n{\n  .text.sl_hot :\n  {\n")
+              "SECTIONS\n{\n  .text :\n  {\n")
     for b in bases: # gcc's sections of b: its body, its clones, its cold part (b.cold)
         # or all of it when gcc found it cold, a constructor's, a destructor's
         out.write(f"    *(.text.{b} .text.{b}.* .text.unlikely.{b} .text.unlikely.{b}.* .text.startup.{b} "
@@ -118,7 +118,14 @@ def main():
     out.write("    *libc_nonshared.a:*(.text .text.*)\n")
     # _fini, which ld.so calls at exit: here, it maps no window of its own
     # at the end of the text (crti.o's part and crtn.o's stay in order)
-    out.write("    KEEP (*(SORT_NONE(.fini)))\n  }\n}\nINSERT BEFORE .text;\n")
+    out.write("    KEEP (*(SORT_NONE(.fini)))\n")
+    # then the rest of the text, as the default script has it: so this is
+    # the one .text (valgrind takes only .text's functions for functions),
+    # and the default's, empty, goes
+    out.write("    *(.text.unlikely .text.*_unlikely .text.unlikely.*)\n    *(.text.exit .text.exit.*)\n"
+              "    *(.text.startup .text.startup.*)\n    *(.text.hot .text.hot.*)\n    *(SORT(.text.sorted.*))\n"
+              "    *(.text .stub .text.* .gnu.linkonce.t.*)\n    *(.gnu.warning)\n")
+    out.write("  }\n}\nINSERT AFTER .plt.got;\n")
     out.write("SECTIONS\n{\n  .rodata :\n  {\n    *(.rodata .rodata.* .gnu.linkonce.r.*)\n  }\n}\n"
               "INSERT AFTER .rela.plt;\n")
     out.write("SECTIONS\n{\n  . = ALIGN(0x10000);\n}\nINSERT BEFORE .init;\n")
