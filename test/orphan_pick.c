@@ -20,7 +20,8 @@
 #include "t.h"
 
 #define N    64
-#define SIZE 48
+#define SIZE 48 /* both rows one class: with a class of its own, row 0's slab would come to
+                 * the taker anyway (orphan_adopt, when the heap it took has no slab of it) */
 
 static void *objs[2][N];
 static _Atomic int ready, go;
