@@ -39,7 +39,7 @@ static void *owner(void *arg)
 {
     intptr_t i = (intptr_t)arg;
     for (int k = 0; k < N; k++)
-        objs[i][k] = malloc(SIZE);
+        objs[i][k] = sl_malloc(SIZE);
     ready++;
     T_WAIT_EVERY(atomic_load(&go) > i, 10000, 100); /* checked by main: the join order */
     return NULL;
@@ -62,12 +62,12 @@ static int taker_row = -2;
 static void *taker(void *arg)
 {
     (void)arg;
-    free(objs[0][0]);
-    void *p = malloc(SIZE);
+    sl_free(objs[0][0]);
+    void *p = sl_malloc(SIZE);
     taker_row = row_of(p);
     for (int k = 1; k < N; k++)
-        free(objs[0][k]);
-    free(p);
+        sl_free(objs[0][k]);
+    sl_free(p);
     return NULL;
 }
 
@@ -75,8 +75,8 @@ static void *volatile kept;
 static void *mallocer(void *arg)
 {
     (void)arg;
-    kept = malloc(SIZE);
-    free(kept);
+    kept = sl_malloc(SIZE);
+    sl_free(kept);
     return NULL;
 }
 
@@ -89,8 +89,8 @@ static void run(void *(*fn)(void *), void *arg)
 
 int main(void)
 {
-    kept = malloc(SIZE); /* this thread's heap first */
-    free(kept);
+    kept = sl_malloc(SIZE); /* this thread's heap first */
+    sl_free(kept);
     pthread_t t[2];
     for (intptr_t i = 0; i < 2; i++)
         CHECK_EQ(pthread_create(&t[i], NULL, owner, (void *)i), 0);
@@ -113,7 +113,7 @@ int main(void)
 
     /* row 1's objects, freed by this thread: remote, into whichever heap has them */
     for (int k = 0; k < N; k++)
-        free(objs[1][k]);
+        sl_free(objs[1][k]);
     CHECK_EQ(sl_ctl("check", NULL, NULL, NULL, 0), 0);
     return t_done("orphan_pick");
 }
