@@ -235,7 +235,7 @@ static void free_object(struct slab *s, void *p)
     struct heap *h = tls_heap;
     /* a thread that only frees (a consumer) gets a heap too, so its counts
      * stay thread-local instead of contending on a global atomic */
-    if (h == &heap_empty && heap_get_quiet())
+    if (h == &heap_empty && heap_get_quiet(ld_relaxed(page_tag((uintptr_t)p))))
         h = tls_heap;
     if (unlikely(__atomic_load_n(&s->h.prof, __ATOMIC_RELAXED))) /* an object cache's slab with samples */
         prof_free(p);
@@ -378,7 +378,7 @@ sl_inline void free_remote_batched(struct heap *h, void *p, uint32_t t)
  * is this thread's heap, t p's page tag (nonzero). */
 static sl_noinline void free_block_other(void *p, struct heap *h, uint32_t t)
 {
-    if (!sl_events.checked_free && h == &heap_empty && heap_get_quiet())
+    if (!sl_events.checked_free && h == &heap_empty && heap_get_quiet(t))
         /* maybe an orphan taken over whole: p may be its own; anew with
          * this heap (another heap's object: batched; else not back here
          * with heap_empty, so freed below) */
