@@ -44,15 +44,21 @@ void huge_growth(void)
 }
 
 /* aligned: the program asked for 2 MiB alignment (posix_memalign,
- * aligned_alloc): it wants hugepages, and gets them at any size. */
-static void hint_huge(struct huge *hd, size_t size, bool aligned)
+ * aligned_alloc): it wants hugepages, and gets them at any size. reused:
+ * hd comes from the cache, where a hinted mapping may be split or
+ * gathered for a smaller request; its hint is taken back then
+ * (MADV_NOHUGEPAGE), or a few MiB touched sparsely would fault in whole
+ * hugepages (where THP is "always", that part keeps small pages). */
+static void hint_huge(struct huge *hd, size_t size, bool aligned, bool reused)
 {
     size_t whole = align_down(size, SL_BLOCK);
-    if (whole && (size >= HUGE_THP_MIN || aligned))
+    bool want = whole && (size >= HUGE_THP_MIN || aligned);
+    if (want)
         os_huge(hd->base, whole);
+    else if (reused && hd->thp)
+        os_nohuge(hd->base, hd->map_size);
+    hd->thp = want || (hd->thp && !reused);
 }
-
-
 
 /* A fresh read-write mapping. Wholly free pageblocks stay mapped while they
  * decay: those beyond the number kept go first (measured on bench/sizes,
@@ -66,6 +72,40 @@ static uint8_t *map_fresh(size_t size, size_t align)
     return os_map_aligned(size, align);
 }
 
+/* Move the gathered mappings side by side into a fresh mapping of
+ * map_size (their pages come along: mremap moves page tables), the rest of
+ * it fresh pages; its address, or NULL if a call failed: then every piece
+ * is gone (unmapped) and every descriptor freed. On success g->hd[0] is
+ * left for the caller, the others freed. No lock held. */
+static uint8_t *gather(struct huge_gather *g, size_t map_size, size_t align, bool *thp)
+{
+    int saved = errno; /* a failure here is not the program's: the caller maps afresh */
+    uint8_t *dst = map_fresh(map_size, align);
+    size_t off = 0;
+    unsigned moved = 0;
+    for (; dst && moved < g->n; moved++) {
+        struct huge *p = g->hd[moved];
+        if (!os_remap(p->base, p->map_size, p->map_size, dst + off))
+            break;
+        off += p->map_size;
+    }
+    bool ok = dst && moved == g->n;
+    if (!ok) {
+        if (dst)
+            os_unmap(dst, map_size); /* the pieces moved go with it */
+        for (unsigned i = moved; i < g->n; i++)
+            teardown_release(g->hd[i]->base, g->hd[i]->map_size, true);
+        stat_add(stats_global, STAT_huge_unmap, g->n);
+    }
+    *thp = false;
+    for (unsigned i = 0; i < g->n; i++)
+        *thp |= g->hd[i]->thp;
+    for (unsigned i = ok ? 1 : 0; i < g->n; i++)
+        meta_free(g->hd[i], sizeof *g->hd[i]);
+    errno = saved;
+    return ok ? dst : NULL;
+}
+
 void *huge_alloc(size_t size, size_t align, bool zero)
 {
     if (size > PTRDIFF_MAX - 2 * SL_BLOCK || align > PTRDIFF_MAX / 2) {
@@ -76,9 +116,9 @@ void *huge_alloc(size_t size, size_t align, bool zero)
     bool thp_aligned = align >= SL_BLOCK;
     if (align < SL_BLOCK)
         align = SL_BLOCK;
-    struct huge_releases rel = { .n = 0 };
+    struct huge_gather g;
     lock_acquire(&huge_lock);
-    struct huge *hd = huge_cache_take_locked(map_size, align, &rel);
+    struct huge *hd = huge_cache_take_locked(map_size, align, &g);
     if (hd) {
         hd->live = true;
         hd->req_size = size;
@@ -90,8 +130,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
             purge_taken_back(hd->map_size >> SL_PAGE_SHIFT);
         bool clean = hd->state == PS_CLEAN;
         lock_release(&huge_lock);
-        huge_release_now(&rel);
-        hint_huge(hd, size, thp_aligned);
+        hint_huge(hd, size, thp_aligned, true);
         if (zero && !clean) /* a fresh or DONTNEED'd mapping reads as zero */
             memset(hd->base, 0, size);
         return hd->base;
@@ -105,13 +144,24 @@ void *huge_alloc(size_t size, size_t align, bool zero)
      * its page faults (4,595 -> 8,134); the tick holds them to the cap. */
     page_purge_growth();
 
-    hd = meta_alloc(sizeof *hd);
-    if (!hd)
-        return NULL;
-    uint8_t *base = map_fresh(map_size, align);
-    if (!base) {
-        meta_free(hd, sizeof *hd);
-        return NULL;
+    uint8_t *base = NULL;
+    bool thp = false;
+    if (g.n && (base = gather(&g, map_size, align, &thp)) != NULL) {
+        hd = g.hd[0];
+        memset(hd, 0, sizeof *hd); /* as meta_alloc's */
+        hd->thp = thp; /* the pieces bring their hints along */
+        if (zero) /* the pieces' pages are dirty, the rest fresh */
+            memset(base, 0, size < g.bytes ? size : g.bytes);
+        stat_add(stats_global, STAT_huge_gather, 1);
+    } else {
+        hd = meta_alloc(sizeof *hd);
+        if (!hd)
+            return NULL;
+        base = map_fresh(map_size, align);
+        if (!base) {
+            meta_free(hd, sizeof *hd);
+            return NULL;
+        }
     }
     hd->base = base;
     hd->map_size = map_size;
@@ -136,7 +186,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         errno = ENOMEM;
         return NULL;
     }
-    hint_huge(hd, size, thp_aligned);
+    hint_huge(hd, size, thp_aligned, g.n != 0);
     return base;
 }
 
@@ -216,7 +266,7 @@ void *huge_realloc(struct huge *hd, void *p, size_t size)
     lock_release(&huge_lock);
     if (unmap)
         teardown_release(unmap, old_map - new_map, true);
-    hint_huge(hd, size, false);
+    hint_huge(hd, size, false, false);
     return hd->base;
 }
 

@@ -20,6 +20,7 @@
 #include "../pagemap/pagemap.h"
 #include "../stats/stats.h"
 #include "../teardown/teardown.h"
+#include "huge_fit.h"
 
 SL_LOCK_DEFINE(huge_lock, LOCK_HUGE);
 static struct huge *cache;
@@ -114,39 +115,73 @@ void huge_retire_locked(struct huge *hd, struct huge_releases *rel)
     meta_free(hd, sizeof *hd);
 }
 
-/* Best fit among cached mappings of the right alignment. One more than 4x
- * the request is trimmed to it (its tail granules unmapped); a smaller
- * excess is handed out whole, so the pages it has faulted in serve again
- * when a bigger request takes it next. Measured on mimalloc-bench's
- * malloc-large (5-25 MiB buffers, 20 live): trimming above 1.25x cost
- * 547k page faults and 1.9 s (tcmalloc: 184k, 1.07 s); above 2x, 232k and
- * 1.3 s; above 4x, 146k and 1.05 s, peak RSS 586 MB (tcmalloc 574 MB).
- * Growing a smaller cached mapping by mremap instead was worse (1.59M
- * faults: the grown part faults, and later trims throw pages away). */
-struct huge *huge_cache_take_locked(size_t map_size, size_t align, struct huge_releases *rel)
+/* Take *at out of the cache; if it is longer than keep, split it: the
+ * tail stays cached in its place (its state and age) under a new
+ * descriptor, and the head goes. With no descriptor to be had the whole
+ * mapping goes, unless must_fit (then NULL, and the cache is as it was). */
+static struct huge *take_at_locked(struct huge **at, size_t keep, bool must_fit)
 {
-    struct huge **best = NULL;
-    for (struct huge **it = &cache; *it; it = &(*it)->next) {
-        struct huge *c = *it;
-        if (c->map_size < map_size || ((uintptr_t)c->base & (align - 1)))
-            continue;
-        if (!best || c->map_size < (*best)->map_size)
-            best = it;
-        if (c->map_size == map_size)
-            break; /* nothing fits better */
-    }
-    if (!best)
+    struct huge *hd = *at, *tail = hd->map_size > keep ? meta_alloc(sizeof *tail) : NULL;
+    if (hd->map_size > keep && !tail && must_fit)
         return NULL;
-    struct huge *hd = *best;
-    *best = hd->next;
-    cache_bytes -= hd->map_size;
-    cache_count--;
-    if (hd->map_size > 4 * map_size) {
-        pagemap_set((uintptr_t)hd->base + map_size, hd->map_size - map_size, 0);
-        release_later(rel, hd->base + map_size, hd->map_size - map_size);
-        hd->map_size = map_size;
+    if (tail) {
+        *tail = *hd;
+        tail->base = hd->base + keep;
+        tail->map_size = hd->map_size - keep;
+        tail->req_size = 0;
+        pagemap_set((uintptr_t)tail->base, tail->map_size, (uintptr_t)tail | PM_HUGE); /* leaves exist: cannot fail */
+        hd->map_size = keep;
+        *at = tail;
+        stat_add(stats_global, STAT_huge_split, 1);
+    } else {
+        *at = hd->next;
+        cache_count--;
     }
+    cache_bytes -= hd->map_size;
+    hd->next = NULL;
     return hd;
+}
+
+/* huge_fit.h's choice, carried out. Pieces are taken last first: taking
+ * one out of the list changes the link of the one after it only. */
+struct huge *huge_cache_take_locked(size_t map_size, size_t align, struct huge_gather *g)
+{
+    _Static_assert(HUGE_CACHE_ENTRIES <= 255, "huge_fit.piece holds an index below 256");
+    struct huge **at[HUGE_CACHE_ENTRIES];
+    struct huge_fit_in in[HUGE_CACHE_ENTRIES];
+    unsigned n = 0;
+    g->n = 0;
+    g->bytes = 0;
+    for (struct huge **it = &cache; *it && n < HUGE_CACHE_ENTRIES; it = &(*it)->next, n++) {
+        at[n] = it;
+        in[n] = (struct huge_fit_in){ .bytes = (*it)->map_size,
+                                      .resident = (*it)->state == PS_DIRTY,
+                                      .aligned = !((uintptr_t)(*it)->base & (align - 1)) };
+    }
+    struct huge_fit f = huge_fit_choose(in, n, map_size);
+    if (f.single >= 0)
+        return take_at_locked(at[f.single], map_size, false);
+    /* piece k starts where the pieces before it end; only the last may
+     * bring less than its length (it is split) */
+    size_t off[HUGE_GATHER_MAX], sum = 0;
+    for (unsigned k = 0; k < f.npieces; k++) {
+        off[k] = sum;
+        size_t b = in[f.piece[k]].bytes;
+        sum += b < map_size - sum ? b : map_size - sum;
+    }
+    struct huge *taken[HUGE_GATHER_MAX];
+    for (unsigned k = f.npieces; k-- > 0;)
+        taken[k] = take_at_locked(at[f.piece[k]], k + 1 < f.npieces ? in[f.piece[k]].bytes : map_size - off[k], true);
+    /* in order; a last piece that could not be split stays cached */
+    for (unsigned k = 0; k < f.npieces; k++) {
+        struct huge *hd = taken[k];
+        if (!hd)
+            continue;
+        pagemap_set((uintptr_t)hd->base, hd->map_size, 0);
+        g->hd[g->n++] = hd;
+        g->bytes += hd->map_size;
+    }
+    return NULL;
 }
 
 void huge_cache_put_locked(struct huge *hd, struct huge_releases *rel)
