@@ -1,0 +1,184 @@
+/* The huge cache's reuse (src/huge/huge_fit.h, huge_cache.c, huge.c), with
+ * SLUICE_PURGE=off so that no freed mapping is advised and every cached one
+ * stays resident:
+ *   split: a cached 20 MiB mapping serves a 6 MiB request with its head;
+ *     its 14 MiB tail stays cached (resident) and serves the next request
+ *     (before: the whole 20 MiB was handed out and held resident);
+ *   gather: two cached mappings, 4 and 6 MiB, serve a 10 MiB request
+ *     moved side by side (mremap): its pages are resident before it is
+ *     touched, no fresh page is faulted, the cache is empty after; a
+ *     calloc so gathered reads zero;
+ *   hint: a 64 MiB mapping (advised MADV_HUGEPAGE) split for an 8 MiB
+ *     request loses its hint.
+ * Built against the fault-injection library too (huge_fit_fault): every
+ * mremap refused, the gather falls back to a fresh mapping, the pieces are
+ * unmapped, errno is as it was, and sl_check agrees. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sluice.h"
+#include "t.h"
+#if SL_FAULT_INJECT
+#include "../src/os/fault.h"
+#endif
+
+#define MIB ((size_t)1 << 20)
+
+static size_t resident_pages(void *p, size_t n)
+{
+    size_t pages = n / 4096, in = 0;
+    unsigned char *v = malloc(pages);
+    CHECK(v != NULL);
+    CHECK_EQ(mincore(p, n, v), 0);
+    for (size_t i = 0; i < pages; i++)
+        in += v[i] & 1;
+    free(v);
+    return in;
+}
+
+static char *dirty(size_t n, int c)
+{
+    char *p = sl_malloc(n);
+    CHECK(p != NULL);
+    memset(p, c, n);
+    return p;
+}
+
+static void split(void)
+{
+    sl_purge();
+    char *big = dirty(20 * MIB, 1);
+    sl_free(big);
+    uint64_t splits = sl_stat("huge_split");
+    char *head = sl_malloc(6 * MIB);
+    CHECK(head == big);
+    CHECK_EQ(sl_stat("huge_split"), splits + 1);
+    CHECK_EQ(sl_stat("huge_cached_bytes"), 14 * MIB);
+    CHECK_EQ(sl_stat("huge_live_bytes"), 6 * MIB);
+    CHECK_EQ(resident_pages(big + 6 * MIB, 14 * MIB), 14 * MIB / 4096); /* kept resident, for reuse */
+    char *tail = sl_malloc(13 * MIB);
+    CHECK(tail == big + 6 * MIB);
+    CHECK_EQ(sl_stat("huge_cached_bytes"), 0);
+    CHECK_EQ(sl_check(), 0);
+    sl_free(head);
+    sl_free(tail);
+    CHECK_EQ(sl_check(), 0);
+    sl_purge();
+}
+
+static void gather(void)
+{
+    sl_purge();
+    char *a = dirty(4 * MIB, 1), *b = dirty(6 * MIB, 2);
+    sl_free(a);
+    sl_free(b);
+    uint64_t gathers = sl_stat("huge_gather");
+    char *c = sl_malloc(10 * MIB);
+    CHECK(c != NULL);
+    CHECK_EQ(sl_stat("huge_gather"), gathers + 1);
+    CHECK_EQ(sl_stat("huge_cached_bytes"), 0);
+    CHECK_EQ(resident_pages(c, 10 * MIB), 10 * MIB / 4096); /* the pages came along */
+    /* newest first: b's bytes, then a's */
+    CHECK(c[0] == 2 && c[6 * MIB - 1] == 2 && c[6 * MIB] == 1 && c[10 * MIB - 1] == 1);
+    memset(c, 3, 10 * MIB);
+    CHECK_EQ(sl_check(), 0);
+    sl_free(c);
+
+    /* calloc: gathered pages read zero; the part no piece covers is fresh */
+    sl_purge();
+    a = dirty(2 * MIB, 4);
+    b = dirty(4 * MIB, 5);
+    sl_free(a);
+    sl_free(b);
+    gathers = sl_stat("huge_gather");
+    unsigned char *z = sl_calloc(1, 9 * MIB);
+    CHECK(z != NULL);
+    CHECK_EQ(sl_stat("huge_gather"), gathers + 1);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < 9 * MIB; i++)
+        nonzero += z[i] != 0;
+    CHECK_EQ(nonzero, 0);
+    CHECK_EQ(sl_check(), 0);
+    sl_free(z);
+    sl_purge();
+}
+
+/* Is p's mapping advised MADV_HUGEPAGE ("hg" in smaps' VmFlags)? */
+static int thp_hinted(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    CHECK(f != NULL);
+    char line[512];
+    int in = 0, hg = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (in && !strncmp(line, "VmFlags:", 8)) {
+            hg = strstr(line, " hg") != NULL;
+            break;
+        }
+    }
+    fclose(f);
+    return hg;
+}
+
+static void hint(void)
+{
+    sl_purge();
+    char *big = dirty(64 * MIB, 1);
+    CHECK_EQ(thp_hinted(big), 1);
+    sl_free(big);
+    char *small = sl_malloc(8 * MIB);
+    CHECK(small == big);
+    CHECK_EQ(thp_hinted(small), 0);
+    sl_free(small);
+    sl_purge();
+}
+
+#if SL_FAULT_INJECT
+static void gather_refused(void)
+{
+    sl_purge();
+    char *a = dirty(4 * MIB, 1), *b = dirty(6 * MIB, 2);
+    sl_free(a);
+    sl_free(b);
+    uint64_t gathers = sl_stat("huge_gather"), unmaps = sl_stat("huge_unmap");
+    fault_config("mremap:every=1");
+    errno = 1234;
+    char *c = sl_malloc(10 * MIB);
+    int err = errno;
+    fault_config(NULL);
+    CHECK(c != NULL);
+    CHECK_EQ(err, 1234);
+    CHECK_EQ(sl_stat("huge_gather"), gathers);
+    CHECK_EQ(sl_stat("huge_unmap"), unmaps + 2);
+    CHECK_EQ(sl_stat("huge_cached_bytes"), 0);
+    CHECK_EQ(sl_stat("huge_live_bytes"), 10 * MIB);
+    memset(c, 3, 10 * MIB);
+    CHECK_EQ(sl_check(), 0);
+    sl_free(c);
+    CHECK_EQ(sl_check(), 0);
+    sl_purge();
+}
+#endif
+
+int main(void)
+{
+    split();
+    gather();
+    if (access("/sys/kernel/mm/transparent_hugepage/enabled", R_OK) == 0)
+        hint();
+    else
+        printf("huge_fit: no transparent hugepages in this kernel: the hint not tested\n");
+#if SL_FAULT_INJECT
+    gather_refused();
+#endif
+    return t_done("huge_fit");
+}
