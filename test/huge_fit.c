@@ -12,7 +12,8 @@
  *     request loses its hint.
  * Built against the fault-injection library too (huge_fit_fault): every
  * mremap refused, the gather falls back to a fresh mapping, the pieces are
- * unmapped, errno is as it was, and sl_check agrees. */
+ * unmapped, errno is as it was, and sl_check agrees; a piece's mremap
+ * refused once, it is moved a granule at a time. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
@@ -165,6 +166,25 @@ static void gather_refused(void)
     CHECK_EQ(sl_check(), 0);
     sl_free(c);
     CHECK_EQ(sl_check(), 0);
+    sl_purge();
+
+    /* the first mremap of each piece refused (as a kernel before 6.17
+     * refuses a range of several VMAs): it moves a granule at a time */
+    a = dirty(4 * MIB, 1), b = dirty(6 * MIB, 2);
+    sl_free(a);
+    sl_free(b);
+    gathers = sl_stat("huge_gather");
+    fault_config("mremap:nth=1");
+    c = sl_malloc(10 * MIB);
+    CHECK_EQ(fault_failed(FAULT_MREMAP), 1);
+    CHECK_EQ(fault_calls(FAULT_MREMAP), 2 + 3); /* b whole (refused), b by granules, a whole */
+    fault_config(NULL);
+    CHECK(c != NULL);
+    CHECK_EQ(sl_stat("huge_gather"), gathers + 1);
+    CHECK_EQ(resident_pages(c, 10 * MIB), 10 * MIB / 4096);
+    CHECK(c[0] == 2 && c[6 * MIB - 1] == 2 && c[6 * MIB] == 1 && c[10 * MIB - 1] == 1);
+    CHECK_EQ(sl_check(), 0);
+    sl_free(c);
     sl_purge();
 }
 #endif

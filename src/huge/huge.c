@@ -72,6 +72,22 @@ static uint8_t *map_fresh(size_t size, size_t align)
     return os_map_aligned(size, align);
 }
 
+/* Move len bytes of mapping from src to dst (mremap: the page tables
+ * move, not the bytes). A mapping gathered earlier is several of the
+ * kernel's VMAs (each moved piece keeps its own), which one mremap moves
+ * only from Linux 6.17 on (before, EFAULT); every VMA boundary in a huge
+ * mapping lies on a granule (pieces, hints and splits are whole
+ * granules), so it then moves a granule at a time. */
+static bool move_pages(uint8_t *src, size_t len, uint8_t *dst)
+{
+    if (os_remap(src, len, len, dst))
+        return true;
+    for (size_t off = 0; off < len; off += SL_BLOCK)
+        if (!os_remap(src + off, SL_BLOCK, SL_BLOCK, dst + off))
+            return false;
+    return true;
+}
+
 /* Move the gathered mappings side by side into a fresh mapping of
  * map_size (their pages come along: mremap moves page tables), the rest of
  * it fresh pages; its address, or NULL if a call failed: then every piece
@@ -85,7 +101,7 @@ static uint8_t *gather(struct huge_gather *g, size_t map_size, size_t align, boo
     unsigned moved = 0;
     for (; dst && moved < g->n; moved++) {
         struct huge *p = g->hd[moved];
-        if (!os_remap(p->base, p->map_size, p->map_size, dst + off))
+        if (!move_pages(p->base, p->map_size, dst + off))
             break;
         off += p->map_size;
     }
