@@ -9,7 +9,8 @@
  *     touched, no fresh page is faulted, the cache is empty after; a
  *     calloc so gathered reads zero;
  *   hint: a 64 MiB mapping (advised MADV_HUGEPAGE) split for an 8 MiB
- *     request loses its hint.
+ *     request loses its hint;
+ *   regret (argument "regret", default purging): see regret() below.
  * Built against the fault-injection library too (huge_fit_fault): every
  * mremap refused, the gather falls back to a fresh mapping, the pieces are
  * unmapped, errno is as it was, and sl_check agrees; a piece's mremap
@@ -189,8 +190,34 @@ static void gather_refused(void)
 }
 #endif
 
-int main(void)
+/* regret (default purging, no reclaimer: a huge free is advised at once
+ * unless the last drop purge was regretted): a freed mapping is advised;
+ * a bigger request, which no cached mapping holds, is served fresh while
+ * the advised one waits in the cache: the program wants back the memory
+ * the advice gave, as a reuse of that mapping would have told, so the
+ * next huge free is a regret and stays resident. Before, only a reuse of
+ * the advised mapping itself counted, and gathering served most requests:
+ * every huge free was advised. */
+static void regret(void)
 {
+    char *a = dirty(8 * MIB, 1);
+    uint64_t dontneed = sl_stat("madv_dontneed_calls"), regrets = sl_stat("drop_regret");
+    sl_free(a);
+    CHECK_EQ(sl_stat("madv_dontneed_calls"), dontneed + 1); /* advised as it was cached */
+    char *b = dirty(12 * MIB, 2);
+    sl_free(b);
+    CHECK_EQ(sl_stat("drop_regret"), regrets + 1);
+    CHECK_EQ(sl_stat("madv_dontneed_calls"), dontneed + 1); /* b kept resident */
+    CHECK_EQ(resident_pages(b, 12 * MIB), 12 * MIB / 4096);
+    sl_purge();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "regret")) {
+        regret();
+        return t_done("huge_fit regret");
+    }
     split();
     gather();
     if (access("/sys/kernel/mm/transparent_hugepage/enabled", R_OK) == 0)

@@ -167,6 +167,9 @@ struct huge *huge_cache_take_locked(size_t map_size, size_t align, struct huge_g
     struct huge_fit f = huge_fit_choose(in, n, map_size);
     if (f.single >= 0)
         return take_at_locked(at[f.single], map_size, false);
+    g->clean_bytes = 0; /* no early stop above: in[] holds the whole cache */
+    for (unsigned i = 0; i < n; i++)
+        g->clean_bytes += in[i].resident ? 0 : in[i].bytes;
     /* piece k starts where the pieces before it end; only the last may
      * bring less than its length (it is split) */
     size_t off[HUGE_GATHER_MAX], sum = 0;

@@ -48,6 +48,9 @@ void huge_retire_locked(struct huge *hd, struct huge_releases *rel);
 struct huge_gather {
     unsigned n;
     size_t bytes;
+    size_t clean_bytes; /* cached mappings left clean (advised): the fresh
+                         * pages the request faults in instead are what
+                         * their advice cost, a drop's regret (page.h) */
     struct huge *hd[HUGE_GATHER_MAX];
 };
 /* What huge_fit_choose picks for a request of map_size bytes aligned to
