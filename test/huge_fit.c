@@ -6,8 +6,8 @@
  *     (before: the whole 20 MiB was handed out and held resident);
  *   gather: two cached mappings, 4 and 6 MiB, serve a 10 MiB request
  *     moved side by side (mremap): its pages are resident before it is
- *     touched, no fresh page is faulted, the cache is empty after; a
- *     calloc so gathered reads zero;
+ *     touched, no fresh page is faulted, the cache is empty after; it
+ *     grows and shrinks by realloc; a calloc so gathered reads zero;
  *   hint: a 64 MiB mapping (advised MADV_HUGEPAGE) split for an 8 MiB
  *     request loses its hint;
  *   regret (argument "regret", default purging): see regret() below.
@@ -89,6 +89,15 @@ static void gather(void)
     /* newest first: b's bytes, then a's */
     CHECK(c[0] == 2 && c[6 * MIB - 1] == 2 && c[6 * MIB] == 1 && c[10 * MIB - 1] == 1);
     memset(c, 3, 10 * MIB);
+    CHECK_EQ(sl_check(), 0);
+    /* a gathered mapping is several VMAs: a realloc grows or moves it all
+     * the same (mremap, or a copy where the kernel refuses) */
+    c = sl_realloc(c, 20 * MIB);
+    CHECK(c != NULL);
+    CHECK(c[0] == 3 && c[6 * MIB] == 3 && c[10 * MIB - 1] == 3);
+    memset(c, 4, 20 * MIB);
+    c = sl_realloc(c, 3 * MIB);
+    CHECK(c != NULL && c[0] == 4 && c[3 * MIB - 1] == 4);
     CHECK_EQ(sl_check(), 0);
     sl_free(c);
 
