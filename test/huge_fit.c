@@ -4,6 +4,8 @@
  *   split: a cached 20 MiB mapping serves a 6 MiB request with its head;
  *     its 14 MiB tail stays cached (resident) and serves the next request
  *     (before: the whole 20 MiB was handed out and held resident);
+ *   coalesce: the head freed again joins its cached tail, and a request
+ *     of the whole takes it with no gather;
  *   gather: two cached mappings, 4 and 6 MiB, serve a 10 MiB request
  *     moved side by side (mremap): its pages are resident before it is
  *     touched, no fresh page is faulted, the cache is empty after; it
@@ -74,12 +76,45 @@ static void split(void)
     sl_purge();
 }
 
+/* A split's head freed again joins its cached tail: one mapping, which a
+ * request of the whole takes with no gather. */
+static void coalesce(void)
+{
+    sl_purge();
+    char *big = dirty(20 * MIB, 1);
+    sl_free(big);
+    char *head = sl_malloc(6 * MIB);
+    CHECK(head == big);
+    uint64_t joins = sl_stat("huge_coalesce"), gathers = sl_stat("huge_gather");
+    sl_free(head);
+    CHECK_EQ(sl_stat("huge_coalesce"), joins + 1);
+    CHECK_EQ(sl_stat("huge_cached_bytes"), 20 * MIB);
+    CHECK_EQ(sl_check(), 0);
+    char *again = sl_malloc(18 * MIB);
+    CHECK(again == big);
+    CHECK_EQ(sl_stat("huge_gather"), gathers);
+    CHECK_EQ(resident_pages(again, 18 * MIB), 18 * MIB / 4096);
+    sl_free(again);
+    CHECK_EQ(sl_check(), 0);
+    sl_purge();
+}
+
+/* Two dirty mappings with a live one between them (neighbours would join:
+ * coalesce above), freed. *spacer is to be freed by the caller. */
+static void two_apart(char **a, size_t na, char **b, size_t nb, char **spacer)
+{
+    *a = dirty(na, 1);
+    *spacer = sl_malloc(2 * MIB);
+    *b = dirty(nb, 2);
+    sl_free(*a);
+    sl_free(*b);
+}
+
 static void gather(void)
 {
     sl_purge();
-    char *a = dirty(4 * MIB, 1), *b = dirty(6 * MIB, 2);
-    sl_free(a);
-    sl_free(b);
+    char *a, *b, *sp;
+    two_apart(&a, 4 * MIB, &b, 6 * MIB, &sp);
     uint64_t gathers = sl_stat("huge_gather");
     char *c = sl_malloc(10 * MIB);
     CHECK(c != NULL);
@@ -102,11 +137,9 @@ static void gather(void)
     sl_free(c);
 
     /* calloc: gathered pages read zero; the part no piece covers is fresh */
+    sl_free(sp);
     sl_purge();
-    a = dirty(2 * MIB, 4);
-    b = dirty(4 * MIB, 5);
-    sl_free(a);
-    sl_free(b);
+    two_apart(&a, 2 * MIB, &b, 4 * MIB, &sp);
     gathers = sl_stat("huge_gather");
     unsigned char *z = sl_calloc(1, 9 * MIB);
     CHECK(z != NULL);
@@ -117,6 +150,7 @@ static void gather(void)
     CHECK_EQ(nonzero, 0);
     CHECK_EQ(sl_check(), 0);
     sl_free(z);
+    sl_free(sp);
     sl_purge();
 }
 
@@ -157,9 +191,8 @@ static void hint(void)
 static void gather_refused(void)
 {
     sl_purge();
-    char *a = dirty(4 * MIB, 1), *b = dirty(6 * MIB, 2);
-    sl_free(a);
-    sl_free(b);
+    char *a, *b, *sp;
+    two_apart(&a, 4 * MIB, &b, 6 * MIB, &sp);
     uint64_t gathers = sl_stat("huge_gather"), unmaps = sl_stat("huge_unmap");
     fault_config("mremap:every=1");
     errno = 1234;
@@ -171,18 +204,17 @@ static void gather_refused(void)
     CHECK_EQ(sl_stat("huge_gather"), gathers);
     CHECK_EQ(sl_stat("huge_unmap"), unmaps + 2);
     CHECK_EQ(sl_stat("huge_cached_bytes"), 0);
-    CHECK_EQ(sl_stat("huge_live_bytes"), 10 * MIB);
+    CHECK_EQ(sl_stat("huge_live_bytes"), 12 * MIB); /* and the spacer */
     memset(c, 3, 10 * MIB);
     CHECK_EQ(sl_check(), 0);
     sl_free(c);
     CHECK_EQ(sl_check(), 0);
+    sl_free(sp);
     sl_purge();
 
     /* the first mremap of each piece refused (as a kernel before 6.17
      * refuses a range of several VMAs): it moves a granule at a time */
-    a = dirty(4 * MIB, 1), b = dirty(6 * MIB, 2);
-    sl_free(a);
-    sl_free(b);
+    two_apart(&a, 4 * MIB, &b, 6 * MIB, &sp);
     gathers = sl_stat("huge_gather");
     fault_config("mremap:nth=1");
     c = sl_malloc(10 * MIB);
@@ -195,6 +227,7 @@ static void gather_refused(void)
     CHECK(c[0] == 2 && c[6 * MIB - 1] == 2 && c[6 * MIB] == 1 && c[10 * MIB - 1] == 1);
     CHECK_EQ(sl_check(), 0);
     sl_free(c);
+    sl_free(sp);
     sl_purge();
 }
 #endif
@@ -228,6 +261,7 @@ int main(int argc, char **argv)
         return t_done("huge_fit regret");
     }
     split();
+    coalesce();
     gather();
     if (access("/sys/kernel/mm/transparent_hugepage/enabled", R_OK) == 0)
         hint();

@@ -25,6 +25,7 @@
 
 
 static size_t live_bytes, live_count;
+static uint32_t origins; /* the last mapping made (struct huge.origin), huge_lock */
 static _Atomic uint64_t blocks_seen; /* block_map when huge_growth last looked */
 
 void huge_growth(void)
@@ -198,6 +199,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
     lock_acquire(&huge_lock);
     bool ok = pagemap_set((uintptr_t)base, map_size, (uintptr_t)hd | PM_HUGE);
     if (ok) {
+        hd->origin = ++origins;
         live_bytes += map_size;
         purge_drop_grew();
         live_count++;
@@ -219,12 +221,15 @@ void *huge_alloc(size_t size, size_t align, bool zero)
 void huge_check(struct huge *hd, const void *p, const char *op)
 {
     bool is_realloc = op[0] == 'r';
-    if ((const uint8_t *)p != hd->base)
-        sl_fatal(is_realloc ? "realloc of an interior pointer" : "free of an interior pointer", p,
-                 "huge mapping at offset", (size_t)((const uint8_t *)p - hd->base));
+    /* not live first: a cached mapping may have been joined to its
+     * neighbours (huge_cache.c: coalesce_locked), and a freed pointer
+     * is then inside it, not at its base */
     if (!hd->live)
         sl_fatal(is_realloc ? "realloc of freed memory at" : "double free of", p, "huge mapping of bytes",
                  hd->map_size);
+    if ((const uint8_t *)p != hd->base)
+        sl_fatal(is_realloc ? "realloc of an interior pointer" : "free of an interior pointer", p,
+                 "huge mapping at offset", (size_t)((const uint8_t *)p - hd->base));
 }
 
 void huge_free(struct huge *hd, void *p)

@@ -49,6 +49,8 @@ struct huge {
     bool thp;         /* advised MADV_HUGEPAGE (some of it): set and cleared
                        * by its owner (huge.c: hint_huge), kept in the cache */
     uint8_t state;    /* cached: enum page_state, huge_lock */
+    uint32_t origin;  /* the mapping it was split from (its parts share it:
+                       * huge_cache.c joins them again), huge_lock */
     uint64_t state_ms; /* cached: when it entered that state */
     struct huge *next; /* cache list, huge_lock */
 };

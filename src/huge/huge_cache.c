@@ -193,6 +193,60 @@ struct huge *huge_cache_take_locked(size_t map_size, size_t align, struct huge_g
     return NULL;
 }
 
+/* The cached mapping whose granule holds addr, or NULL. A descriptor in
+ * the pagemap that is not live is cached: a retired or gathered mapping
+ * leaves the pagemap first, and a quarantined one is not cached. */
+static struct huge *cached_at(uintptr_t addr)
+{
+    uintptr_t e = pagemap_get(addr);
+    struct huge *c = (e & PM_HUGE) ? pagemap_region(e) : NULL;
+    return c && !c->live && !c->quarantined ? c : NULL;
+}
+
+/* Take c out of the cache list (locked). */
+static void unlink_locked(struct huge *c)
+{
+    struct huge **it = &cache;
+    while (*it != c)
+        it = &(*it)->next;
+    *it = c->next;
+    cache_bytes -= c->map_size;
+    cache_count--;
+}
+
+/* hd, just freed and not yet in the list, takes back the cached parts of
+ * the mapping it was split from (the same origin), right before and after
+ * it, if they are in its state (dirty with dirty, advised with advised):
+ * a split's head and tail freed again are one mapping again, and a later
+ * request that fits the whole needs no gather. bench/large (4 live
+ * buffers of 2-32 MiB, each freed before the next is allocated) gathered
+ * at most requests without this (0.056 s against 0.016 before the split;
+ * 0.024 with it): splits cut its few mappings into tails that no request
+ * fitted. Not mappings of other origins: the cap keeps the newest cached
+ * mapping resident whatever its length (huge_cache_cap_locked), and
+ * joined with its neighbours the newest would carry them along. A part's
+ * own descriptor is freed; its granules point at hd. */
+static void coalesce_locked(struct huge *hd)
+{
+    for (int side = 0; side < 2; side++) {
+        struct huge *c = cached_at(side ? (uintptr_t)hd->base - SL_BLOCK : (uintptr_t)hd->base + hd->map_size);
+        if (!c || c->origin != hd->origin || c->state != hd->state ||
+            c->map_size + hd->map_size > HUGE_CACHE_BYTES / 2 ||
+            (side ? c->base + c->map_size != hd->base : c->base != hd->base + hd->map_size))
+            continue;
+        unlink_locked(c);
+        pagemap_set((uintptr_t)c->base, c->map_size, (uintptr_t)hd | PM_HUGE); /* leaves exist: cannot fail */
+        if (side)
+            hd->base = c->base;
+        hd->map_size += c->map_size;
+        hd->thp |= c->thp;
+        if (c->state_ms > hd->state_ms)
+            hd->state_ms = c->state_ms;
+        stat_add(stats_global, STAT_huge_coalesce, 1);
+        meta_free(c, sizeof *c);
+    }
+}
+
 void huge_cache_put_locked(struct huge *hd, struct huge_releases *rel)
 {
     if (hd->map_size > HUGE_CACHE_BYTES / 2 || hd->quarantined) { /* a PROT_NONE one is not reused */
@@ -207,6 +261,7 @@ void huge_cache_put_locked(struct huge *hd, struct huge_releases *rel)
         advise_cached(hd, hd->state_ms);
         purge_drop_advised(hd->map_size >> SL_PAGE_SHIFT);
     }
+    coalesce_locked(hd);
     hd->next = cache;
     cache = hd;
     cache_bytes += hd->map_size;

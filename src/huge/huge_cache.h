@@ -59,6 +59,7 @@ struct huge_gather {
  * *g (g->n 0: none, map afresh) (locked). */
 struct huge *huge_cache_take_locked(size_t map_size, size_t align, struct huge_gather *g);
 /* Cache hd, just freed and dirty, or retire it if it may not be cached;
+ * it takes back the cached parts split from the same mapping beside it;
  * the oldest entries past the cache's budget are retired (locked). */
 void huge_cache_put_locked(struct huge *hd, struct huge_releases *rel);
 /* Is the cache's tick due (at most once per decay tick, while it holds
