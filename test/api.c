@@ -785,6 +785,55 @@ static void test_magazine_burst(void)
     sl_purge();
 }
 
+/* A thread with no heap that frees a medium run (a consumer of runs
+ * another thread made) gets a heap, as it does for a small object, so
+ * that its frees park runs in its own page cache instead of taking the
+ * page heap lock each (slab/heap_free.c: free_block_other). */
+static void *free_one(void *p)
+{
+    sl_free(p);
+    return NULL;
+}
+static void test_consumer_run(void)
+{
+    void *p = sl_malloc(100000);
+    uint64_t heaps = sl_stat("heap_new") + sl_stat("heap_reuse");
+    pthread_t t;
+    pthread_create(&t, NULL, free_one, p);
+    pthread_join(t, NULL);
+    CHECK_EQ(sl_stat("heap_new") + sl_stat("heap_reuse"), heaps + 1);
+    CHECK(sl_check() == 0);
+}
+
+/* A magazine of a class above 4 KiB holds 32 objects (size_class.h:
+ * MAG_MIN_OBJECTS): 32 objects of 16 KiB (two a slab) freed and asked for
+ * again stay in it, no slab given back or made; with 16, half of them
+ * went back to their slabs, which emptied and were given back. */
+static void test_magazine_large(void)
+{
+    enum { N = 32 };
+    static void *ps[N];
+    sl_purge();
+    for (int i = 0; i < N; i++)
+        ps[i] = sl_malloc(16384);
+    uint64_t made = sl_stat("slab_new"), released = sl_stat("slab_release");
+    for (int i = 0; i < N; i++)
+        sl_free(ps[i]);
+    int lifo = 0;
+    for (int i = N - 1; i >= 0; i--) {
+        void *q = sl_malloc(16384);
+        lifo += q == ps[i];
+        ps[i] = q;
+    }
+    CHECK_EQ(lifo, N); /* all of them from the magazine */
+    CHECK_EQ(sl_stat("slab_release"), released);
+    CHECK_EQ(sl_stat("slab_new"), made);
+    for (int i = 0; i < N; i++)
+        sl_free(ps[i]);
+    CHECK(sl_check() == 0);
+    sl_purge();
+}
+
 /* A burst far past a magazine at its room (1 KiB objects: 64, its depth
  * and its room): each time it fills, half of it goes back to the slabs
  * (slab/heap_free.c: mag_spill), so the last objects freed are the ones
@@ -831,6 +880,8 @@ int main(void)
     test_many_objects();
     test_magazine();
     test_magazine_burst();
+    test_magazine_large();
+    test_consumer_run();
     test_magazine_spill();
     test_stats_and_purge();
     test_huge_cache();

@@ -1,6 +1,7 @@
 /* Unit: the size-class table and its arithmetic lookup; the remote
  * summary's groups (slab.h) of every slab length. */
 #include "../src/page/antifrag.h"
+#include "../src/slab/heap_run.h"
 #include "../src/slab/slab.h"
 #include "t.h"
 
@@ -28,6 +29,14 @@ int main(void)
         }
     }
     CHECK_EQ(size_class(SL_SMALL_MAX), SL_NCLASSES - 1);
+    /* a medium run's length: the table (up to a page cache's longest run)
+     * and the rounding agree, a page at a time and at every page's edges */
+    for (size_t pages = 1; pages <= 2 * PCACHE_MAX_PAGES; pages++)
+        for (size_t size = (pages - 1) * SL_PAGE + 1; size <= pages * SL_PAGE; size += SL_PAGE - 1) {
+            size_t n = heap_run_pages(size);
+            CHECK_EQ(n, heap_run_round(pages));
+            CHECK(n >= pages && (pages <= 8 || (n - pages) * 8 < n));
+        }
     for (unsigned c = 0; c < SL_NCLASSES; c++) {
         CHECK(class_size[c] % 16 == 0);
         CHECK(c == 0 || class_size[c] > class_size[c - 1]);

@@ -79,7 +79,8 @@ _Static_assert(SL_CHECK_DEFAULT == 0 || SL_CHECK_DEFAULT == 1, "SL_CHECK_DEFAULT
       "`collapse`: a pageblock dense (at most 5/16 of it free) for a second is collapsed into a " \
       "transparent hugepage by the reclaimer (`MADV_COLLAPSE`, Linux 6.1), or advised " \
       "`MADV_HUGEPAGE` for khugepaged by a slow path when there is no reclaimer, and is not " \
-      "purged while it stays at least half full; `madvise`: every pageblock is `MADV_HUGEPAGE` " \
+      "purged while it stays at least half full (but by `sl_purge`, `malloc_trim` and memory " \
+      "pressure); `madvise`: every pageblock is `MADV_HUGEPAGE` " \
       "and committed whole from the start; `never`: neither") \
     X(teardown, "SLUICE_TEARDOWN", BG_AUTO, "`auto`", parse_teardown, 0, \
       "a free (or shrinking `realloc`, or `sl_purge`) of a range of `SLUICE_TEARDOWN_MIN` or " \

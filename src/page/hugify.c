@@ -25,7 +25,9 @@
  *     stay resident and count as dirty (a collapse made every free page
  *     resident: pages_all_dirty), in page_heap.thp_dirty_pages as well, which
  *     the dirty cap leaves out. A block that turns sparse (more than half
- *     free) loses the flag, and purges may split it.
+ *     free) loses the flag, and purges may split it; so does every block
+ *     before a purge of everything (sl_purge, malloc_trim, memory
+ *     pressure: hugify_split_all), which promises every free page clean.
  *   - pinned: hugify is collapsing the block outside the lock: it is not
  *     unmapped meanwhile, even if it comes wholly free. It has thp set
  *     (so counts in thp_blocks) until the kernel's answer comes.
@@ -68,6 +70,18 @@ bool hugify_may_purge(struct block *b)
     block_set_thp(b, false); /* sparse: not worth 2 MiB of RSS */
     stat_add(stats_global, STAT_thp_split, 1);
     return true;
+}
+
+void hugify_split_all(void)
+{
+    lock_acquire(&page_heap.lock);
+    for (struct block *b = page_heap.all_blocks; b; b = b->anext)
+        if (b->thp && !b->pinned) {
+            block_set_thp(b, false);
+            b->dense_ms = 0; /* seen dense again from the next pass on */
+            stat_add(stats_global, STAT_thp_split, 1);
+        }
+    page_heap_unlock();
 }
 
 /* Pick up to max blocks dense for DECAY_HUGIFY_AGE_MS; mark them thp

@@ -89,6 +89,10 @@ void block_set_thp(struct block *b, bool on);
 /* A purge is about to take pages of b: false if b is a dense hugepage
  * (a purge would split it); a sparse one loses its flag and may go. */
 bool hugify_may_purge(struct block *b);
+/* Before a purge of everything (sl_purge, memory pressure): every
+ * hugepage block not being collapsed loses its flag, so that the purge
+ * makes its free pages clean too (a split each). Takes the page heap lock. */
+void hugify_split_all(void);
 /* Called from the decay pass outside every lock; background: the
  * reclaimer (MADV_COLLAPSE), else a program's own slow path
  * (MADV_HUGEPAGE, khugepaged does the copy). */

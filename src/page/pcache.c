@@ -33,6 +33,14 @@ static int cache_stack(enum pb_type type, enum page_kind kind)
     return type == PB_SLAB ? PCACHE_SLABS : type == PB_BUF ? PCACHE_BUF_SLABS : -1;
 }
 
+#define FIT_M8(b)                                                                                          \
+    PCACHE_FIT_MASK(b), PCACHE_FIT_MASK(b + 1), PCACHE_FIT_MASK(b + 2), PCACHE_FIT_MASK(b + 3),                     \
+        PCACHE_FIT_MASK(b + 4), PCACHE_FIT_MASK(b + 5), PCACHE_FIT_MASK(b + 6), PCACHE_FIT_MASK(b + 7)
+const uint64_t pcache_fit_mask[PCACHE_MAX_PAGES] = { FIT_M8(0),  FIT_M8(8),  FIT_M8(16), FIT_M8(24),
+                                                     FIT_M8(32), FIT_M8(40), FIT_M8(48), FIT_M8(56) };
+_Static_assert(PCACHE_MAX_PAGES == 64, "pcache_fit_mask lists 0..63");
+#undef FIT_M8
+
 /* A run a little longer than n pages on stack ct (pcache_fit_run), or 0. */
 static unsigned pcache_fit(struct page_cache *pc, int ct, unsigned n)
 {

@@ -302,6 +302,7 @@ size_t purge_parked(enum page_state to, uint64_t cutoff_ms, size_t max_pages, bo
 
 void page_purge_all(void)
 {
+    hugify_split_all(); /* every free page clean: a dense hugepage's too */
     page_release_free_blocks(true); /* the parked runs too */
     purge_spans(PS_DIRTY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);
     purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, true);

@@ -87,7 +87,8 @@ static void decay(uint64_t now, bool force, bool wait)
     if (sl_opt.purge == PURGE_OFF)
         return;
     uint64_t dd = (uint64_t)sl_opt.dirty_decay_ms, ld = (uint64_t)sl_opt.lazy_decay_ms;
-    if (force) { /* memory pressure: straight to clean */
+    if (force) { /* memory pressure: straight to clean, hugepages split */
+        hugify_split_all();
         purge_parked(PS_CLEAN, UINT64_MAX, SIZE_MAX, wait);
         purge_spans(PS_DIRTY, PS_CLEAN, UINT64_MAX, SIZE_MAX, wait);
         purge_spans(PS_LAZY, PS_CLEAN, UINT64_MAX, SIZE_MAX, wait);

@@ -395,6 +395,16 @@ void *heap_alloc_small_quiet(size_t n)
 
 /* ---- medium runs --------------------------------------------------------- */
 
+#define RUN_R8(b)                                                                                          \
+    HEAP_RUN_ROUND(b), HEAP_RUN_ROUND(b + 1), HEAP_RUN_ROUND(b + 2), HEAP_RUN_ROUND(b + 3), HEAP_RUN_ROUND(b + 4), \
+        HEAP_RUN_ROUND(b + 5), HEAP_RUN_ROUND(b + 6), HEAP_RUN_ROUND(b + 7)
+const uint8_t heap_run_pages_lut[PCACHE_MAX_PAGES + 1] = { RUN_R8(0),  RUN_R8(8),  RUN_R8(16), RUN_R8(24), RUN_R8(32),
+                                                           RUN_R8(40), RUN_R8(48), RUN_R8(56), HEAP_RUN_ROUND(64) };
+_Static_assert(PCACHE_MAX_PAGES == 64, "heap_run_pages_lut lists 0..64");
+#undef RUN_R8
+
+/* heap_alloc_run past the page cache's stacks: a heap made, the run
+ * taken from the shared heap (aligned, or refilled), marked live. */
 static sl_noinline void *alloc_run_slow(size_t size, size_t align, bool *clean)
 {
     struct heap *h = heap_get();
@@ -406,21 +416,25 @@ static sl_noinline void *alloc_run_slow(size_t size, size_t align, bool *clean)
     void *r;
     DRAIN_RETRY(r, page_alloc(&h->pcache, PB_RUN, heap_run_pages(size), align_pages, PG_RUN, clean));
     huge_growth();
+    if (!r)
+        return NULL;
+    __atomic_store_n(&page_of(r)->run.req, size, __ATOMIC_RELAXED); /* live (run_live) */
+    stat_add(tls_heap->stats, STAT_alloc_medium, 1);
     return r;
 }
 
+/* The fast path pops the page cache and marks the run live, with no
+ * frame: anything else is the slow path's, called last (with the live
+ * mark after the call, bench_sizes 0.5 4 less 0.25 4 ran 66 instructions
+ * a replacement in this function, 58.7 without). */
 void *heap_alloc_run(size_t size, size_t align, bool *clean)
 {
     struct heap *h = tls_heap;
     void *r;
-    if (likely(h != &heap_empty && align <= SL_PAGE) && (r = page_cache_pop_run(&h->pcache, heap_run_pages(size)))) {
-        if (clean)
-            *clean = false; /* a parked run is dirty */
-    } else if (!(r = alloc_run_slow(size, align, clean))) {
-        return NULL;
-    } else {
-        h = tls_heap;
-    }
+    if (unlikely(h == &heap_empty || align > SL_PAGE) || !(r = page_cache_pop_run(&h->pcache, heap_run_pages(size))))
+        return alloc_run_slow(size, align, clean);
+    if (clean)
+        *clean = false; /* a parked run is dirty */
     __atomic_store_n(&page_of(r)->run.req, size, __ATOMIC_RELAXED); /* live (run_live) */
     stat_add(h->stats, STAT_alloc_medium, 1);
     return r;

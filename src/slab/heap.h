@@ -242,6 +242,9 @@ void heap_free_block_slow(void *p, uint32_t x);
  * free, batched (heap_free.c). */
 void heap_free_other_slow(void *p, uint32_t x, struct heap *h);
 struct heap *heap_get_slow(void); /* this thread's heap, created if needed */
+/* heap_get_slow for a thread freeing an object whose page tag is want (0:
+ * none): if its heap's thread has exited, this thread takes that heap. */
+struct heap *heap_get_want(uint32_t want);
 
 sl_inline struct heap *heap_get(void)
 {
@@ -250,12 +253,12 @@ sl_inline struct heap *heap_get(void)
 }
 /* heap_get_slow for a free path: errno as it was, even when no heap can
  * be made (a free never sets errno). */
-struct heap *heap_get_quiet(void);
+struct heap *heap_get_quiet(uint32_t want);
 /* heap_get for a free path (heap_get_quiet). */
 sl_inline struct heap *heap_get_for_free(void)
 {
     struct heap *h = tls_heap;
-    return likely(h != &heap_empty) ? h : heap_get_quiet();
+    return likely(h != &heap_empty) ? h : heap_get_quiet(0);
 }
 
 /* Watermark boost (page.h): asked to, the owner gives back, on its next

@@ -24,7 +24,7 @@
 #include "heap_free.h"
 
 static SL_LOCK_DEFINE(heaps_lock, LOCK_HEAPS);
-static struct heap *all_heaps, *orphans;
+static struct heap *all_heaps, *orphans, *orphans_end; /* orphans_end: always NULL */
 static _Atomic size_t norphans;
 static pthread_key_t exit_key;
 static _Atomic int exit_key_ready;
@@ -174,7 +174,34 @@ static void thread_exit_cb(void *arg)
         heap_thread_exit(h);
 }
 
-struct heap *heap_get_slow(void)
+/* The orphan a thread with no heap takes over whole: the one whose slabs
+ * hold the object it is freeing (want: that object's page tag, 0 if none),
+ * else the last orphaned; never a fork orphan (its slabs are repaired and
+ * adopted one by one). A thread handed its predecessor's objects (a
+ * worker that replaces one that exits, larson's threads) then frees them
+ * into its own heap, where its mallocs reuse their room, instead of into
+ * the heap another thread took over: there they wait as remote frees
+ * while this thread fills a second heap's worth of slabs. Under heaps_lock;
+ * returns the link that points at it, or at NULL. */
+static struct heap **orphan_pick(uint32_t want)
+{
+    struct heap **first = &orphans_end;
+    for (struct heap **it = &orphans; *it; it = &(*it)->orphan_next) {
+        if ((*it)->fork_orphan)
+            continue;
+        if (want && (*it)->tag == (want & ~(TAG_MINE_LIMIT - 1)))
+            return it;
+        if (!*first)
+            first = it;
+        if (!want)
+            break;
+    }
+    return first;
+}
+
+struct heap *heap_get_slow(void) { return heap_get_want(0); }
+
+struct heap *heap_get_want(uint32_t want)
 {
     if (tls_heap != &heap_empty)
         return tls_heap;
@@ -189,9 +216,7 @@ struct heap *heap_get_slow(void)
         if (pthread_key_create(&exit_key, thread_exit_cb) == 0)
             atomic_store_explicit(&exit_key_ready, 1, memory_order_relaxed);
     }
-    struct heap **it = &orphans; /* a fork orphan is never taken over whole */
-    while (*it && (*it)->fork_orphan)
-        it = &(*it)->orphan_next;
+    struct heap **it = orphan_pick(want);
     if (*it) {
         h = *it;
         *it = h->orphan_next;
@@ -238,10 +263,10 @@ struct heap *heap_get_slow(void)
     return h;
 }
 
-struct heap *heap_get_quiet(void)
+struct heap *heap_get_quiet(uint32_t want)
 {
     int saved = errno;
-    struct heap *h = heap_get_slow();
+    struct heap *h = heap_get_want(want);
     errno = saved;
     return h;
 }
