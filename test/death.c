@@ -295,6 +295,35 @@ static void run_case(const char *name)
         p = sl_malloc(5u << 20);
         sl_free(p);
         sl_free(p);
+    } else if (!strcmp(name, "double_free_huge_split")) {
+        /* SLUICE_PURGE=off: nothing advised, the cached mapping stays resident */
+        char *big = sl_malloc(20u << 20);
+        memset(big, 1, 20u << 20);
+        sl_free(big);
+        p = sl_malloc(6u << 20); /* its head: the tail stays cached */
+        char *tail = sl_malloc(14u << 20);
+        if (p != big || tail != big + (6u << 20)) {
+            fprintf(stderr, "precondition: %p and %p are not the head and tail of %p\n", p, (void *)tail, (void *)big);
+            _exit(3);
+        }
+        sl_free(p);
+        sl_free(tail);
+        sl_free(tail);
+    } else if (!strcmp(name, "double_free_huge_gathered")) {
+        char *a = sl_malloc(4u << 20), *spacer = sl_malloc(2u << 20), *b = sl_malloc(6u << 20);
+        (void)spacer; /* live: a and b are not neighbours, which would join */
+        memset(a, 1, 4u << 20);
+        memset(b, 2, 6u << 20);
+        sl_free(a);
+        sl_free(b);
+        uint64_t gathers = sl_stat("huge_gather");
+        p = sl_malloc(10u << 20); /* the two moved together */
+        if (sl_stat("huge_gather") != gathers + 1) {
+            fprintf(stderr, "precondition: %p not gathered\n", p);
+            _exit(3);
+        }
+        sl_free(p);
+        sl_free(p);
     } else if (!strcmp(name, "double_free_remote")) {
         shared_p = sl_malloc(32);
         pthread_t t;
@@ -652,12 +681,23 @@ struct expect {
     const char *name, *message; /* message NULL: a fault (SIGSEGV), no line */
 };
 
+/* Settings for a case's process: the huge cases that need freed mappings
+ * kept resident (no drop advises them), so that they are split and
+ * gathered. */
+static const char *case_env(const char *name)
+{
+    return !strcmp(name, "double_free_huge_split") || !strcmp(name, "double_free_huge_gathered") ? "SLUICE_PURGE=off"
+                                                                                                 : "";
+}
+
 static const struct expect cases[] = {
     { "double_free_small", "sluice: double free of 0x" },
     { "double_free_medium", "sluice: double free of 0x" },
     { "double_free_medium_threaded", "sluice: double free of 0x" },
     { "double_free_medium_racing", "sluice: double free of 0x" },
     { "double_free_huge", "sluice: double free of 0x" },
+    { "double_free_huge_split", "sluice: double free of 0x" },
+    { "double_free_huge_gathered", "sluice: double free of 0x" },
     { "realloc_freed_medium", "sluice: realloc of freed memory at 0x" },
     { "usable_size_freed_medium", "sluice: double free of 0x" },
     { "free_medium_grown_over", "sluice: free of an interior pointer 0x" },
@@ -740,7 +780,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char out[1024];
         size_t n;
-        int status = t_run_self(argv[0], cases[i].name, "", out, sizeof out, &n);
+        int status = t_run_self(argv[0], cases[i].name, case_env(cases[i].name), out, sizeof out, &n);
         const char *m = cases[i].message;
         int aborted = WIFSIGNALED(status) && WTERMSIG(status) == (m ? SIGABRT : SIGSEGV);
         int said = m ? strstr(out, m) != NULL : n == 0;

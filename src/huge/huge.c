@@ -25,6 +25,7 @@
 
 
 static size_t live_bytes, live_count;
+static uint32_t origins; /* the last mapping made (struct huge.origin), huge_lock */
 static _Atomic uint64_t blocks_seen; /* block_map when huge_growth last looked */
 
 void huge_growth(void)
@@ -44,15 +45,21 @@ void huge_growth(void)
 }
 
 /* aligned: the program asked for 2 MiB alignment (posix_memalign,
- * aligned_alloc): it wants hugepages, and gets them at any size. */
-static void hint_huge(struct huge *hd, size_t size, bool aligned)
+ * aligned_alloc): it wants hugepages, and gets them at any size. reused:
+ * hd comes from the cache, where a hinted mapping may be split or
+ * gathered for a smaller request; its hint is taken back then
+ * (MADV_NOHUGEPAGE), or a few MiB touched sparsely would fault in whole
+ * hugepages (where THP is "always", that part keeps small pages). */
+static void hint_huge(struct huge *hd, size_t size, bool aligned, bool reused)
 {
     size_t whole = align_down(size, SL_BLOCK);
-    if (whole && (size >= HUGE_THP_MIN || aligned))
+    bool want = whole && (size >= HUGE_THP_MIN || aligned);
+    if (want)
         os_huge(hd->base, whole);
+    else if (reused && hd->thp)
+        os_nohuge(hd->base, hd->map_size);
+    hd->thp = want || (hd->thp && !reused);
 }
-
-
 
 /* A fresh read-write mapping. Wholly free pageblocks stay mapped while they
  * decay: those beyond the number kept go first (measured on bench/sizes,
@@ -66,6 +73,56 @@ static uint8_t *map_fresh(size_t size, size_t align)
     return os_map_aligned(size, align);
 }
 
+/* Move len bytes of mapping from src to dst (mremap: the page tables
+ * move, not the bytes). A mapping gathered earlier is several of the
+ * kernel's VMAs (each moved piece keeps its own), which one mremap moves
+ * only from Linux 6.17 on (before, EFAULT); every VMA boundary in a huge
+ * mapping lies on a granule (pieces, hints and splits are whole
+ * granules), so it then moves a granule at a time. */
+static bool move_pages(uint8_t *src, size_t len, uint8_t *dst)
+{
+    if (os_remap(src, len, len, dst))
+        return true;
+    for (size_t off = 0; off < len; off += SL_BLOCK)
+        if (!os_remap(src + off, SL_BLOCK, SL_BLOCK, dst + off))
+            return false;
+    return true;
+}
+
+/* Move the gathered mappings side by side into a fresh mapping of
+ * map_size (their pages come along: mremap moves page tables), the rest of
+ * it fresh pages; its address, or NULL if a call failed: then every piece
+ * is gone (unmapped) and every descriptor freed. On success g->hd[0] is
+ * left for the caller, the others freed. No lock held. */
+static uint8_t *gather(struct huge_gather *g, size_t map_size, size_t align, bool *thp)
+{
+    int saved = errno; /* a failure here is not the program's: the caller maps afresh */
+    uint8_t *dst = map_fresh(map_size, align);
+    size_t off = 0;
+    unsigned moved = 0;
+    for (; dst && moved < g->n; moved++) {
+        struct huge *p = g->hd[moved];
+        if (!move_pages(p->base, p->map_size, dst + off))
+            break;
+        off += p->map_size;
+    }
+    bool ok = dst && moved == g->n;
+    if (!ok) {
+        if (dst)
+            os_unmap(dst, map_size); /* the pieces moved go with it */
+        for (unsigned i = moved; i < g->n; i++)
+            teardown_release(g->hd[i]->base, g->hd[i]->map_size, true);
+        stat_add(stats_global, STAT_huge_unmap, g->n);
+    }
+    *thp = false;
+    for (unsigned i = 0; i < g->n; i++)
+        *thp |= g->hd[i]->thp;
+    for (unsigned i = ok ? 1 : 0; i < g->n; i++)
+        meta_free(g->hd[i], sizeof *g->hd[i]);
+    errno = saved;
+    return ok ? dst : NULL;
+}
+
 void *huge_alloc(size_t size, size_t align, bool zero)
 {
     if (size > PTRDIFF_MAX - 2 * SL_BLOCK || align > PTRDIFF_MAX / 2) {
@@ -76,9 +133,9 @@ void *huge_alloc(size_t size, size_t align, bool zero)
     bool thp_aligned = align >= SL_BLOCK;
     if (align < SL_BLOCK)
         align = SL_BLOCK;
-    struct huge_releases rel = { .n = 0 };
+    struct huge_gather g;
     lock_acquire(&huge_lock);
-    struct huge *hd = huge_cache_take_locked(map_size, align, &rel);
+    struct huge *hd = huge_cache_take_locked(map_size, align, &g);
     if (hd) {
         hd->live = true;
         hd->req_size = size;
@@ -90,8 +147,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
             purge_taken_back(hd->map_size >> SL_PAGE_SHIFT);
         bool clean = hd->state == PS_CLEAN;
         lock_release(&huge_lock);
-        huge_release_now(&rel);
-        hint_huge(hd, size, thp_aligned);
+        hint_huge(hd, size, thp_aligned, true);
         if (zero && !clean) /* a fresh or DONTNEED'd mapping reads as zero */
             memset(hd->base, 0, size);
         return hd->base;
@@ -104,14 +160,35 @@ void *huge_alloc(size_t size, size_t align, bool zero)
      * maps when none cached fits, and advising the others then took twice
      * its page faults (4,595 -> 8,134); the tick holds them to the cap. */
     page_purge_growth();
+    /* a request none of the cache's resident mappings holds, while
+     * advised ones wait in it: the program wants the memory a drop gave
+     * back, and reusing them would have counted it taken back (a drop's
+     * regret, page.h); gathered pages count too, since a resident page
+     * moved here is one the advice then cannot leave resident elsewhere.
+     * Counting only the fresh pages, malloc-large regretted too seldom:
+     * every huge free was advised while its backoff was off, 20 to 44
+     * drop purges a run against the 23-30 of the build before the gather */
+    if (g.clean_bytes)
+        purge_taken_back((map_size < g.clean_bytes ? map_size : g.clean_bytes) >> SL_PAGE_SHIFT);
 
-    hd = meta_alloc(sizeof *hd);
-    if (!hd)
-        return NULL;
-    uint8_t *base = map_fresh(map_size, align);
-    if (!base) {
-        meta_free(hd, sizeof *hd);
-        return NULL;
+    uint8_t *base = NULL;
+    bool thp = false;
+    if (g.n && (base = gather(&g, map_size, align, &thp)) != NULL) {
+        hd = g.hd[0];
+        memset(hd, 0, sizeof *hd); /* as meta_alloc's */
+        hd->thp = thp; /* the pieces bring their hints along */
+        if (zero) /* the pieces' pages are dirty, the rest fresh */
+            memset(base, 0, size < g.bytes ? size : g.bytes);
+        stat_add(stats_global, STAT_huge_gather, 1);
+    } else {
+        hd = meta_alloc(sizeof *hd);
+        if (!hd)
+            return NULL;
+        base = map_fresh(map_size, align);
+        if (!base) {
+            meta_free(hd, sizeof *hd);
+            return NULL;
+        }
     }
     hd->base = base;
     hd->map_size = map_size;
@@ -122,6 +199,7 @@ void *huge_alloc(size_t size, size_t align, bool zero)
     lock_acquire(&huge_lock);
     bool ok = pagemap_set((uintptr_t)base, map_size, (uintptr_t)hd | PM_HUGE);
     if (ok) {
+        hd->origin = ++origins;
         live_bytes += map_size;
         purge_drop_grew();
         live_count++;
@@ -136,19 +214,22 @@ void *huge_alloc(size_t size, size_t align, bool zero)
         errno = ENOMEM;
         return NULL;
     }
-    hint_huge(hd, size, thp_aligned);
+    hint_huge(hd, size, thp_aligned, g.n != 0);
     return base;
 }
 
 void huge_check(struct huge *hd, const void *p, const char *op)
 {
     bool is_realloc = op[0] == 'r';
-    if ((const uint8_t *)p != hd->base)
-        sl_fatal(is_realloc ? "realloc of an interior pointer" : "free of an interior pointer", p,
-                 "huge mapping at offset", (size_t)((const uint8_t *)p - hd->base));
+    /* not live first: a cached mapping may have been joined to its
+     * neighbours (huge_cache.c: coalesce_locked), and a freed pointer
+     * is then inside it, not at its base */
     if (!hd->live)
         sl_fatal(is_realloc ? "realloc of freed memory at" : "double free of", p, "huge mapping of bytes",
                  hd->map_size);
+    if ((const uint8_t *)p != hd->base)
+        sl_fatal(is_realloc ? "realloc of an interior pointer" : "free of an interior pointer", p,
+                 "huge mapping at offset", (size_t)((const uint8_t *)p - hd->base));
 }
 
 void huge_free(struct huge *hd, void *p)
@@ -216,7 +297,7 @@ void *huge_realloc(struct huge *hd, void *p, size_t size)
     lock_release(&huge_lock);
     if (unmap)
         teardown_release(unmap, old_map - new_map, true);
-    hint_huge(hd, size, false);
+    hint_huge(hd, size, false, false);
     return hd->base;
 }
 

@@ -13,11 +13,12 @@
  * kernel backs the smaller ones too.
  *
  * A freed mapping is kept in a cache (HUGE_CACHE_ENTRIES, at most
- * HUGE_CACHE_BYTES, each at most half of that) and reused, best fit
- * (trimmed to the request only if more than 4x it), so a program that
- * allocates and frees big buffers in a loop does not pay mmap + page
- * faults each time. Cached descriptors stay in the pagemap with
- * live == false, so a double free is named as one.
+ * HUGE_CACHE_BYTES, each at most half of that) and reused, so a program
+ * that allocates and frees big buffers in a loop does not pay mmap + page
+ * faults each time: the best resident fit split to the request's length,
+ * else resident mappings moved together by mremap, else a clean fit
+ * (huge_fit.h). Cached descriptors stay in the pagemap with live ==
+ * false, so a double free is named as one.
  *
  * Purging: a cached mapping is dirty when freed; after the dirty decay it
  * is advised MADV_DONTNEED (in every purge mode but off: MADV_FREE'd pages
@@ -45,7 +46,11 @@ struct huge {
                        * read-write again: then it is unmapped, not cached) */
     bool sampled;     /* live and sampled (prof/prof.h): set by its malloc,
                        * cleared by its free, which then forgets the sample */
+    bool thp;         /* advised MADV_HUGEPAGE (some of it): set and cleared
+                       * by its owner (huge.c: hint_huge), kept in the cache */
     uint8_t state;    /* cached: enum page_state, huge_lock */
+    uint32_t origin;  /* the mapping it was split from (its parts share it:
+                       * huge_cache.c joins them again), huge_lock */
     uint64_t state_ms; /* cached: when it entered that state */
     struct huge *next; /* cache list, huge_lock */
 };

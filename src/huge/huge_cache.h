@@ -13,6 +13,7 @@
 
 #include "../base/lock.h"
 #include "huge.h"
+#include "huge_fit.h"
 
 /* bench/sizes' 1-2 MiB band keeps ~570 mappings live and frees one at
  * random per step: the cache's fill walks at random, and each time it hits
@@ -25,8 +26,8 @@ extern sl_lock huge_lock;
 
 /* Ranges taken out of the pagemap under huge_lock, handed to the teardown
  * layer once it is dropped (teardown may start a worker, and a big range
- * is not unmapped with a lock held). At most one per cache entry, the
- * mapping being freed and a trimmed tail. */
+ * is not unmapped with a lock held). At most one per cache entry and the
+ * mapping being freed. */
 struct huge_releases {
     unsigned n;
     struct {
@@ -40,10 +41,25 @@ void huge_release_now(struct huge_releases *rel);
  * freed, and the range is put aside for huge_release_now (locked). */
 void huge_retire_locked(struct huge *hd, struct huge_releases *rel);
 
-/* The cached mapping that fits map_size and align best, taken out of the
- * cache (trimmed if far bigger: its tail put aside), or NULL (locked). */
-struct huge *huge_cache_take_locked(size_t map_size, size_t align, struct huge_releases *rel);
+/* Cached mappings to be moved side by side into one fresh mapping
+ * (huge_fit.h's gather), in that order: out of the cache, its counts and
+ * the pagemap (their addresses are the kernel's to hand out again once
+ * they are moved), still mapped, each one's map_size what it brings. */
+struct huge_gather {
+    unsigned n;
+    size_t bytes;
+    size_t clean_bytes; /* cached mappings left clean (advised): the fresh
+                         * pages the request faults in instead are what
+                         * their advice cost, a drop's regret (page.h) */
+    struct huge *hd[HUGE_GATHER_MAX];
+};
+/* What huge_fit_choose picks for a request of map_size bytes aligned to
+ * align: a cached mapping taken out of the cache (split after map_size if
+ * longer: the tail stays cached), or NULL with the mappings to gather in
+ * *g (g->n 0: none, map afresh) (locked). */
+struct huge *huge_cache_take_locked(size_t map_size, size_t align, struct huge_gather *g);
 /* Cache hd, just freed and dirty, or retire it if it may not be cached;
+ * it takes back the cached parts split from the same mapping beside it;
  * the oldest entries past the cache's budget are retired (locked). */
 void huge_cache_put_locked(struct huge *hd, struct huge_releases *rel);
 /* Is the cache's tick due (at most once per decay tick, while it holds

@@ -131,6 +131,7 @@ int os_protect(void *p, size_t size, bool rw)
 }
 
 int os_huge(void *p, size_t size) { return advise(p, size, MADV_HUGEPAGE); }
+int os_nohuge(void *p, size_t size) { return advise(p, size, MADV_NOHUGEPAGE); }
 
 size_t os_resident(void *p, size_t size)
 {

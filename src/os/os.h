@@ -16,6 +16,7 @@ void *os_reserve_aligned(size_t size, size_t align, void *hint);
 int   os_unmap(void *p, size_t size);
 void *os_remap(void *p, size_t old_size, size_t new_size, void *fixed); /* NULL fixed: in place only */
 int   os_huge(void *p, size_t size);                /* MADV_HUGEPAGE */
+int   os_nohuge(void *p, size_t size);              /* MADV_NOHUGEPAGE */
 int   os_collapse(void *p, size_t size);            /* MADV_COLLAPSE (Linux 6.1): errno, or 0 */
 int   os_protect(void *p, size_t size, bool rw);    /* PROT_READ|PROT_WRITE or PROT_NONE; 0 or errno */
 /* Bytes of [p, p + size) (page aligned) that are resident, by mincore(2):

@@ -48,6 +48,9 @@
     X(huge_map, "huge mappings made")                                         \
     X(huge_unmap, "huge mappings unmapped")                                   \
     X(huge_reuse, "huge allocations served from the huge cache")              \
+    X(huge_split, "cached huge mappings split: the head handed out, the tail kept") \
+    X(huge_gather, "huge allocations made of cached mappings moved together (mremap)") \
+    X(huge_coalesce, "cached huge mappings joined to a freed neighbour in the address space") \
     X(realloc_inplace, "reallocs done in place")                              \
     X(realloc_move, "reallocs that moved")                                    \
     X(heap_new, "thread heaps created")                                       \
