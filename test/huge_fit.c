@@ -34,18 +34,6 @@
 
 #define MIB ((size_t)1 << 20)
 
-static size_t resident_pages(void *p, size_t n)
-{
-    size_t pages = n / 4096, in = 0;
-    unsigned char *v = malloc(pages);
-    CHECK(v != NULL);
-    CHECK_EQ(mincore(p, n, v), 0);
-    for (size_t i = 0; i < pages; i++)
-        in += v[i] & 1;
-    free(v);
-    return in;
-}
-
 static char *dirty(size_t n, int c)
 {
     char *p = sl_malloc(n);
@@ -65,7 +53,7 @@ static void split(void)
     CHECK_EQ(sl_stat("huge_split"), splits + 1);
     CHECK_EQ(sl_stat("huge_cached_bytes"), 14 * MIB);
     CHECK_EQ(sl_stat("huge_live_bytes"), 6 * MIB);
-    CHECK_EQ(resident_pages(big + 6 * MIB, 14 * MIB), 14 * MIB / 4096); /* kept resident, for reuse */
+    CHECK_EQ(t_resident_pages(big + 6 * MIB, 14 * MIB), 14 * MIB / 4096); /* kept resident, for reuse */
     char *tail = sl_malloc(13 * MIB);
     CHECK(tail == big + 6 * MIB);
     CHECK_EQ(sl_stat("huge_cached_bytes"), 0);
@@ -93,7 +81,7 @@ static void coalesce(void)
     char *again = sl_malloc(18 * MIB);
     CHECK(again == big);
     CHECK_EQ(sl_stat("huge_gather"), gathers);
-    CHECK_EQ(resident_pages(again, 18 * MIB), 18 * MIB / 4096);
+    CHECK_EQ(t_resident_pages(again, 18 * MIB), 18 * MIB / 4096);
     sl_free(again);
     CHECK_EQ(sl_check(), 0);
     sl_purge();
@@ -120,7 +108,7 @@ static void gather(void)
     CHECK(c != NULL);
     CHECK_EQ(sl_stat("huge_gather"), gathers + 1);
     CHECK_EQ(sl_stat("huge_cached_bytes"), 0);
-    CHECK_EQ(resident_pages(c, 10 * MIB), 10 * MIB / 4096); /* the pages came along */
+    CHECK_EQ(t_resident_pages(c, 10 * MIB), 10 * MIB / 4096); /* the pages came along */
     /* newest first: b's bytes, then a's */
     CHECK(c[0] == 2 && c[6 * MIB - 1] == 2 && c[6 * MIB] == 1 && c[10 * MIB - 1] == 1);
     memset(c, 3, 10 * MIB);
@@ -223,7 +211,7 @@ static void gather_refused(void)
     fault_config(NULL);
     CHECK(c != NULL);
     CHECK_EQ(sl_stat("huge_gather"), gathers + 1);
-    CHECK_EQ(resident_pages(c, 10 * MIB), 10 * MIB / 4096);
+    CHECK_EQ(t_resident_pages(c, 10 * MIB), 10 * MIB / 4096);
     CHECK(c[0] == 2 && c[6 * MIB - 1] == 2 && c[6 * MIB] == 1 && c[10 * MIB - 1] == 1);
     CHECK_EQ(sl_check(), 0);
     sl_free(c);
@@ -250,7 +238,7 @@ static void regret(void)
     sl_free(b);
     CHECK_EQ(sl_stat("drop_regret"), regrets + 1);
     CHECK_EQ(sl_stat("madv_dontneed_calls"), dontneed + 1); /* b kept resident */
-    CHECK_EQ(resident_pages(b, 12 * MIB), 12 * MIB / 4096);
+    CHECK_EQ(t_resident_pages(b, 12 * MIB), 12 * MIB / 4096);
     sl_purge();
 }
 

@@ -32,19 +32,6 @@
 #include "sluice.h"
 #include "t.h"
 
-/* Resident pages of [p, p + n) by mincore (p page-aligned). */
-static size_t resident_pages(void *p, size_t n)
-{
-    size_t pages = n / 4096, in = 0;
-    unsigned char *v = malloc(pages);
-    CHECK(v != NULL);
-    CHECK_EQ(mincore(p, n, v), 0);
-    for (size_t i = 0; i < pages; i++)
-        in += v[i] & 1;
-    free(v);
-    return in;
-}
-
 /* An allocation slow path with dirty memory left behind, which starts the
  * reclaimer (SLUICE_RECLAIMER=on); true, for a waited condition. */
 static bool slow_path(void)
@@ -68,7 +55,7 @@ static void cap(void)
         first = p;
         memset(p, i + 1, n);
         sl_free(p);
-        CHECK_EQ(resident_pages(p, n), n / 4096);
+        CHECK_EQ(t_resident_pages(p, n), n / 4096);
     }
     for (int i = 0; i < 4; i++) {
         CHECK((v[i] = sl_malloc(n)) != NULL);
@@ -80,7 +67,7 @@ static void cap(void)
     /* no growth yet: all four stay resident for their reuse */
     size_t all = 0;
     for (int i = 0; i < 4; i++)
-        all += resident_pages(v[i], n);
+        all += t_resident_pages(v[i], n);
     CHECK_EQ(all, 4 * n / 4096);
     /* the heap grows by a pageblock (medium runs, little else in use):
      * the three older ones are advised, the newest kept */
@@ -91,10 +78,10 @@ static void cap(void)
     while (k < NRUNS && sl_stat("block_map") == blocks)
         CHECK((runs[k++] = sl_malloc(60000)) != NULL);
     CHECK(sl_stat("block_map") > blocks);
-    CHECK_EQ(resident_pages(v[3], n), n / 4096);
+    CHECK_EQ(t_resident_pages(v[3], n), n / 4096);
     size_t older = 0;
     for (int i = 0; i < 3; i++)
-        older += resident_pages(v[i], n);
+        older += t_resident_pages(v[i], n);
     CHECK_EQ(older, 0);
     while (k)
         sl_free(runs[--k]);
@@ -151,13 +138,13 @@ static void advised(void)
     unsigned char *p = sl_malloc(n);
     CHECK(p != NULL);
     memset(p, 0xa5, n);
-    CHECK_EQ(resident_pages(p, n), n / 4096);
+    CHECK_EQ(t_resident_pages(p, n), n / 4096);
     sl_free(p);
     /* cached, advised at once (decay 0), and not resident any more */
     CHECK(sl_stat("huge_cached_bytes") >= n);
     CHECK(sl_stat("madv_dontneed_bytes") >= dontneed + n);
     CHECK_EQ(sl_stat("lazy_bytes"), 0);
-    CHECK_EQ(resident_pages(p, n), 0);
+    CHECK_EQ(t_resident_pages(p, n), 0);
     /* the cache still serves the next request, zeroed for calloc */
     unsigned char *q = sl_calloc(1, n);
     CHECK(q == p);

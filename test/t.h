@@ -118,6 +118,22 @@ static inline bool t_wait_until(bool (*cond)(void *), void *arg, unsigned timeou
     })
 #define T_WAIT(expr, timeout_ms) T_WAIT_EVERY(expr, timeout_ms, 1000)
 
+/* Resident pages of [p, p + n) by mincore (p page-aligned; a partial last
+ * page counts whole); a failed mincore fails the test. */
+#include <sys/mman.h>
+static inline size_t t_resident_pages(void *p, size_t n)
+{
+    unsigned char v[1024];
+    size_t in = 0;
+    for (size_t off = 0; off < n; off += sizeof v * 4096) {
+        size_t len = n - off < sizeof v * 4096 ? n - off : sizeof v * 4096;
+        CHECK_EQ(mincore((char *)p + off, len, v), 0);
+        for (size_t i = 0; i < (len + 4095) / 4096; i++)
+            in += v[i] & 1;
+    }
+    return in;
+}
+
 /* xorshift: deterministic pseudo-random numbers for tests */
 static inline unsigned long long t_rand(unsigned long long *s)
 {
