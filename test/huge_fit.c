@@ -217,6 +217,32 @@ static void gather_refused(void)
     sl_free(c);
     sl_free(sp);
     sl_purge();
+
+    /* every second mremap refused: b moves whole, a's whole move is
+     * refused, its first granule moves and its second is refused. The
+     * gather fails with a moved in part: what moved goes with the fresh
+     * mapping, a is given back from its second granule on (its first
+     * granule's range is no longer ours), and the request maps afresh */
+    two_apart(&a, 4 * MIB, &b, 6 * MIB, &sp);
+    gathers = sl_stat("huge_gather");
+    unmaps = sl_stat("huge_unmap");
+    fault_config("mremap:every=2");
+    errno = 1234;
+    c = sl_malloc(10 * MIB);
+    err = errno;
+    CHECK_EQ(fault_calls(FAULT_MREMAP), 4); /* b whole, a whole (refused), a's granules 0 and 1 (refused) */
+    CHECK_EQ(fault_failed(FAULT_MREMAP), 2);
+    fault_config(NULL);
+    CHECK(c != NULL);
+    CHECK_EQ(err, 1234);
+    CHECK_EQ(sl_stat("huge_gather"), gathers);
+    CHECK_EQ(sl_stat("huge_unmap"), unmaps + 2);
+    CHECK_EQ(sl_stat("huge_cached_bytes"), 0);
+    memset(c, 5, 10 * MIB);
+    CHECK_EQ(sl_check(), 0);
+    sl_free(c);
+    sl_free(sp);
+    sl_purge();
 }
 #endif
 

@@ -79,30 +79,36 @@ static uint8_t *map_fresh(size_t size, size_t align)
  * only from Linux 6.17 on (before, EFAULT); every VMA boundary in a huge
  * mapping lies on a granule (pieces, hints and splits are whole
  * granules), so it then moves a granule at a time. */
-static bool move_pages(uint8_t *src, size_t len, uint8_t *dst)
+static size_t move_pages(uint8_t *src, size_t len, uint8_t *dst)
 {
     if (os_remap(src, len, len, dst))
-        return true;
-    for (size_t off = 0; off < len; off += SL_BLOCK)
-        if (!os_remap(src + off, SL_BLOCK, SL_BLOCK, dst + off))
-            return false;
-    return true;
+        return len;
+    size_t off = 0;
+    while (off < len && os_remap(src + off, SL_BLOCK, SL_BLOCK, dst + off))
+        off += SL_BLOCK;
+    return off; /* the bytes moved: [src, src + off) is no longer ours */
 }
 
 /* Move the gathered mappings side by side into a fresh mapping of
  * map_size (their pages come along: mremap moves page tables), the rest of
  * it fresh pages; its address, or NULL if a call failed: then every piece
  * is gone (unmapped) and every descriptor freed. On success g->hd[0] is
- * left for the caller, the others freed. No lock held. */
+ * left for the caller, the others freed. No lock held.
+ * A piece moved in part when a call failed is given back from where its
+ * move stopped: the range it moved out of is free address space the
+ * moment mremap returns, where another thread's mmap may already have put
+ * a pageblock (fault_stress, mremap refused half the time: a segfault in
+ * 1 run of 15 when the whole piece was unmapped). */
 static uint8_t *gather(struct huge_gather *g, size_t map_size, size_t align, bool *thp)
 {
     int saved = errno; /* a failure here is not the program's: the caller maps afresh */
     uint8_t *dst = map_fresh(map_size, align);
-    size_t off = 0;
+    size_t off = 0, part = 0; /* part: the bytes of g->hd[moved] that moved before a call failed */
     unsigned moved = 0;
     for (; dst && moved < g->n; moved++) {
         struct huge *p = g->hd[moved];
-        if (!move_pages(p->base, p->map_size, dst + off))
+        part = move_pages(p->base, p->map_size, dst + off);
+        if (part < p->map_size)
             break;
         off += p->map_size;
     }
@@ -110,8 +116,11 @@ static uint8_t *gather(struct huge_gather *g, size_t map_size, size_t align, boo
     if (!ok) {
         if (dst)
             os_unmap(dst, map_size); /* the pieces moved go with it */
-        for (unsigned i = moved; i < g->n; i++)
-            teardown_release(g->hd[i]->base, g->hd[i]->map_size, true);
+        for (unsigned i = moved; i < g->n; i++) {
+            size_t gone = i == moved ? part : 0;
+            if (gone < g->hd[i]->map_size)
+                teardown_release(g->hd[i]->base + gone, g->hd[i]->map_size - gone, true);
+        }
         stat_add(stats_global, STAT_huge_unmap, g->n);
     }
     *thp = false;
