@@ -199,6 +199,9 @@ void heaps_sample_arm(void);
  * the objects' live bits (the owner, or heaps_lock for an orphan). */
 void heap_mag_flush(struct heap *h);
 void heap_mag_flush_class(struct heap *h, unsigned cls);
+/* The objects of magazine cls's slots [top, stop), taken off it already,
+ * back to their slabs (heap_mag.c). */
+void heap_mag_to_slabs(struct heap *h, unsigned cls, void **top, void **stop);
 /* The magazines' trim (mag_trim.h), at time now (ms), by the owner: a
  * look at each of h's magazines (their low water bounded closer), or the
  * trim (each gives back to its slabs most of the objects at its bottom
