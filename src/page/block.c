@@ -195,8 +195,10 @@ void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind 
     pg[first].h.npages = n;
     if (kind == PG_RUN) {
         pg[first].run.parked = false; /* the slot may hold a slab's bytes */
-        if (!resized)
+        if (!resized) {
             pg[first].run.sampled = false;
+            pg[first].run.seen = 0;
+        }
     }
     if (kind != PG_SLAB)
         return; /* only slab objects are looked up from inside a run */

@@ -127,6 +127,9 @@ struct page {
              * its free (and by block_mark_run), so that only a sampled
              * run's free looks it up */
             bool sampled;
+            /* bit npages - q: it held a request of q pages (set by its
+             * free, cleared by block_mark_run) */
+            uint32_t seen;
         } run;
     };
 };
@@ -204,6 +207,13 @@ sl_inline bool run_live(uintptr_t a)
 {
     struct page *pg = run_head_at(a);
     return pg && __atomic_load_n(&pg->run.req, __ATOMIC_RELAXED);
+}
+/* A run's free notes the length of the request it held (run.seen). */
+sl_inline void run_note_request(struct page *pg, size_t req)
+{
+    size_t d = pg->h.npages - ((req + SL_PAGE - 1) >> SL_PAGE_SHIFT);
+    if (d < 32)
+        pg->run.seen |= 1u << d;
 }
 /* Is a the start of a live allocation in a block (a slab object or a run)? */
 sl_inline bool block_live(uintptr_t a) { return run_live(a) || bitmap_test(a); }

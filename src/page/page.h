@@ -35,6 +35,8 @@
 #ifndef SL_PAGE_H
 #define SL_PAGE_H
 
+#include <string.h>
+
 #include "../base/lock.h"
 #include "../options/options.h"
 #include "../stats/stats.h"
@@ -57,6 +59,7 @@ struct page_cache {
     uint8_t count[PCACHE_TYPES][PCACHE_MAX_PAGES + 1];
     void *runs[PCACHE_TYPES][PCACHE_MAX_PAGES + 1][PCACHE_DEPTH];
     uint64_t nonempty[PCACHE_TYPES]; /* bit n - 1: count[t][n] != 0 */
+    uint32_t seen[PCACHE_MAX_PAGES + 1][PCACHE_DEPTH]; /* PCACHE_RUNS: each run's run.seen */
     unsigned pages;          /* pages parked here (owner writes, anyone reads) */
     struct pcache_budget budget; /* owner: budget.pages, the pages it may park (pcache_budget.h) */
     _Atomic uint64_t *stats; /* the owning heap's counters */
@@ -68,11 +71,18 @@ sl_inline bool purge_at_once(void) { return sl_opt.purge != PURGE_OFF && sl_opt.
 
 /* Park a run of n pages on stack ct (room checked by the caller), and
  * take the last one parked off a non-empty stack. */
-sl_inline void pcache_push(struct page_cache *pc, int ct, unsigned n, void *run)
+sl_inline void pcache_push_seen(struct page_cache *pc, int ct, unsigned n, void *run, uint32_t seen)
 {
+    if (ct == PCACHE_RUNS)
+        pc->seen[n][pc->count[ct][n]] = seen;
     pc->runs[ct][n][pc->count[ct][n]++] = run;
     __atomic_store_n(&pc->pages, pc->pages + n, __ATOMIC_RELAXED); /* the drains' held count reads it */
     pc->nonempty[ct] |= 1ull << (n - 1);
+}
+
+sl_inline void pcache_push(struct page_cache *pc, int ct, unsigned n, void *run)
+{
+    pcache_push_seen(pc, ct, n, run, ct == PCACHE_RUNS ? page_of(run)->run.seen : 0);
 }
 
 sl_inline void *pcache_pop(struct page_cache *pc, int ct, unsigned n)
@@ -107,21 +117,24 @@ sl_inline unsigned pcache_fit_run(const struct page_cache *pc, unsigned n)
     return want ? n + 1 + (unsigned)__builtin_ctzll(want) : 0;
 }
 
-/* The fast path of a medium run's malloc: a parked run of n pages from
- * the thread's own page cache, or one a little longer (pcache_fit_run),
- * or NULL (then page_alloc). The fit is taken here, not past the call to
- * the slow path: one malloc in six of 32-256 KiB objects replaced at
- * random takes a longer run (bench_sizes 0.5 4: 18,848 of 100,001), and
- * each took ~110 instructions more through alloc_run_slow and page_alloc. */
-sl_inline void *page_cache_pop_run(struct page_cache *pc, size_t n)
+/* The fast path of a medium run's malloc of q pages (n, rounded): the
+ * newest run parked on the stack of n pages if it held a request of q
+ * pages before (run.seen: the pages the program touched at its ends then
+ * are resident), or NULL: then page_cache_pop_run_slow looks further. */
+sl_inline void *page_cache_pop_run(struct page_cache *pc, size_t n, size_t q)
 {
     if (n > PCACHE_MAX_PAGES)
         return NULL;
-    unsigned m = (unsigned)n;
-    if (!pc->count[PCACHE_RUNS][m] && (m == PCACHE_MAX_PAGES || !(m = pcache_fit_run(pc, m))))
+    unsigned c = pc->count[PCACHE_RUNS][n];
+    if (!c || !((pc->seen[n][c - 1] >> (n - q)) & 1))
         return NULL;
-    return pcache_pop(pc, PCACHE_RUNS, m);
+    return pcache_pop(pc, PCACHE_RUNS, (unsigned)n);
 }
+/* Past the fast path (n <= PCACHE_MAX_PAGES): a run parked on the stack
+ * of n pages, or on one up to a quarter longer (pcache_fit_run), that
+ * held a request of q pages; else the newest of n pages, else the
+ * shortest longer one; or NULL (then page_alloc). */
+void *page_cache_pop_run_slow(struct page_cache *pc, unsigned n, unsigned q);
 
 /* The fast path of a medium run's free: park the run (head pg, PG_RUN) in
  * the thread's page cache if its stack and the budget have room; false
@@ -133,7 +146,7 @@ sl_inline bool page_cache_push_run(struct page_cache *pc, void *run, struct page
     if (n > PCACHE_MAX_PAGES || pc->count[PCACHE_RUNS][n] >= PCACHE_DEPTH || pc->pages + n > pc->budget.pages ||
         (__atomic_load_n(&block_of(run)->type, __ATOMIC_RELAXED) != PB_RUN && sl_opt.antifrag) || purge_at_once())
         return false;
-    pcache_push(pc, PCACHE_RUNS, n, run);
+    pcache_push_seen(pc, PCACHE_RUNS, n, run, pg->run.seen);
     return true;
 }
 

@@ -47,6 +47,46 @@ static unsigned pcache_fit(struct page_cache *pc, int ct, unsigned n)
     return ct == PCACHE_RUNS && n < PCACHE_MAX_PAGES ? pcache_fit_run(pc, n) : 0;
 }
 
+/* The slot of the newest run on the runs' stack of n pages that held a
+ * request of q pages (run.seen), or -1. */
+static int seen_find(const struct page_cache *pc, unsigned n, unsigned q)
+{
+    unsigned d = n - q;
+    if (d >= 32)
+        return -1;
+    for (int i = pc->count[PCACHE_RUNS][n]; i-- > 0;)
+        if ((pc->seen[n][i] >> d) & 1)
+            return i;
+    return -1;
+}
+
+/* Take slot i of the runs' stack of n pages out (the newest takes its place). */
+static void *pop_at(struct page_cache *pc, unsigned n, int i)
+{
+    unsigned top = pc->count[PCACHE_RUNS][n] - 1;
+    void *r = pc->runs[PCACHE_RUNS][n][i];
+    pc->runs[PCACHE_RUNS][n][i] = pc->runs[PCACHE_RUNS][n][top];
+    pc->seen[n][i] = pc->seen[n][top];
+    pc->runs[PCACHE_RUNS][n][top] = r;
+    return pcache_pop(pc, PCACHE_RUNS, n);
+}
+
+void *page_cache_pop_run_slow(struct page_cache *pc, unsigned n, unsigned q)
+{
+    int i;
+    if ((i = seen_find(pc, n, q)) >= 0)
+        return pop_at(pc, n, i);
+    uint64_t fit = n < PCACHE_MAX_PAGES ? (pc->nonempty[PCACHE_RUNS] >> n) & pcache_fit_mask[n] : 0;
+    for (uint64_t w = fit; w; w &= w - 1) {
+        unsigned k = n + 1 + (unsigned)__builtin_ctzll(w);
+        if ((i = seen_find(pc, k, q)) >= 0)
+            return pop_at(pc, k, i);
+    }
+    if (pc->count[PCACHE_RUNS][n])
+        return pcache_pop(pc, PCACHE_RUNS, n);
+    return fit ? pcache_pop(pc, PCACHE_RUNS, n + 1 + (unsigned)__builtin_ctzll(fit)) : NULL;
+}
+
 /* What the budget's policy reads of the page heap (no lock: counters). */
 static struct pcache_heap_view heap_view(void)
 {

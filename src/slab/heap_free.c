@@ -93,6 +93,7 @@ static sl_noinline void run_free_slow(void *p, struct page *pg, struct heap *h, 
 {
     if (!req)
         heap_bad_free(p, (uintptr_t)block_of(p) | PM_BLOCK, "free");
+    run_note_request(pg, req);
     bool park = true;
     if (unlikely(pg->run.sampled)) { /* only its free writes it now: run_take's winner */
         pg->run.sampled = false;
@@ -124,8 +125,10 @@ static sl_noinline void run_free_slow(void *p, struct page *pg, struct heap *h, 
 sl_inline void run_free(void *p, struct page *pg, struct heap *h)
 {
     size_t req = run_take(pg);
-    if (unlikely(!req) || unlikely(pg->run.sampled) || unlikely(h == &heap_empty) ||
-        !page_cache_push_run(&h->room->pcache, p, pg))
+    if (unlikely(!req) || unlikely(pg->run.sampled) || unlikely(h == &heap_empty))
+        return run_free_slow(p, pg, h, req);
+    run_note_request(pg, req);
+    if (!page_cache_push_run(&h->room->pcache, p, pg))
         return run_free_slow(p, pg, h, req);
     stat_add(h->stats, STAT_free_medium, 1);
 }
