@@ -72,9 +72,48 @@ static void fit(void)
     printf("fit: %llu refills\n", (unsigned long long)(sl_stat("pcache_refill") - refills));
 }
 
+/* Of the runs parked with one length, a malloc takes one that held a
+ * request of its own page count before (page.h: run.seen), newest
+ * first, even under a newer one that did not: a program that touches
+ * its buffers' ends (or fills them) finds those pages resident. Then a
+ * run up to a quarter longer that held such a request, before one of
+ * the length itself that did not; else the newest of the length. */
+static void seen(void)
+{
+    void *a = sl_malloc(68 * KiB); /* 17 pages: a run of 18 */
+    void *b = sl_malloc(72 * KiB); /* 18 pages: a run of 18 */
+    void *guard = sl_malloc(8 * KiB);
+    CHECK(a && b && guard && a != b);
+    CHECK_EQ(sl_usable_size(a), 72 * KiB);
+    sl_free(a);
+    sl_free(b); /* the newest */
+    void *c = sl_malloc(66 * KiB); /* 17 pages: a held 17 */
+    CHECK(c == a);
+    void *d = sl_malloc(70 * KiB); /* 18 pages: b held 18 */
+    CHECK(d == b);
+    /* a run of 20 pages that held 17, beside b (18 pages, held 18) */
+    void *e = sl_malloc(80 * KiB); /* 20 pages */
+    CHECK(e != NULL);
+    sl_free(e);
+    void *f = sl_malloc(68 * KiB); /* 17 pages: a is not parked, e fits (18..22) */
+    CHECK(f == e);
+    CHECK_EQ(sl_usable_size(f), 80 * KiB);
+    sl_free(f); /* e held 20 and 17 */
+    sl_free(d); /* b, 18 pages, held 18: the newest */
+    void *g = sl_malloc(68 * KiB); /* 17 pages: e held 17 */
+    CHECK(g == e);
+    void *h = sl_malloc(68 * KiB); /* none held 17: b, the newest of 18 */
+    CHECK(h == b);
+    sl_free(h);
+    sl_free(g);
+    sl_free(c);
+    sl_free(guard);
+}
+
 int main(void)
 {
     fit();
+    seen();
     uint64_t most = 0, refills = sl_stat("pcache_refill");
     for (unsigned k = 0; k < LIVE; k++)
         replace(k);

@@ -127,8 +127,10 @@ struct page {
              * its free (and by block_mark_run), so that only a sampled
              * run's free looks it up */
             bool sampled;
-            /* bit npages - q: it held a request of q pages (set by its
-             * free, cleared by block_mark_run) */
+            /* bit npages - q set: it held a request of q pages since it
+             * was made (block_mark_run clears it; its frees set it, the
+             * freeing thread owning it then): the page caches hand a
+             * malloc a run that held its page count (page.h) */
             uint32_t seen;
         } run;
     };
@@ -208,7 +210,8 @@ sl_inline bool run_live(uintptr_t a)
     struct page *pg = run_head_at(a);
     return pg && __atomic_load_n(&pg->run.req, __ATOMIC_RELAXED);
 }
-/* A run's free notes the length of the request it held (run.seen). */
+/* A run's free notes the page count of the request it held (run.seen;
+ * a request more than 31 pages shorter than its run is not noted). */
 sl_inline void run_note_request(struct page *pg, size_t req)
 {
     size_t d = pg->h.npages - ((req + SL_PAGE - 1) >> SL_PAGE_SHIFT);
