@@ -11,6 +11,7 @@
 #include "fault.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* Pageblocks and huge mappings are MAP_NORESERVE; sluice's own metadata
@@ -172,6 +174,43 @@ enum os_purge os_purge(void *p, size_t size, enum os_purge how)
     }
 #endif
     return advise(p, size, MADV_DONTNEED) ? OS_NONE : OS_CLEAN;
+}
+
+/* pidfd for the calling process (Linux 6.15's PIDFD_SELF_PROCESS; 6.14
+ * took only a pidfd from pidfd_open, which would cost the program a file
+ * descriptor: there process_madvise says EBADF, and ranges go one by one) */
+#define PIDFD_SELF_PROCESS (-10001)
+static _Atomic int purge_many_refused;
+
+/* The ranges as process_madvise reads them: os_range has iovec's layout. */
+_Static_assert(sizeof(struct os_range) == sizeof(struct iovec) &&
+                   offsetof(struct os_range, p) == offsetof(struct iovec, iov_base) &&
+                   offsetof(struct os_range, size) == offsetof(struct iovec, iov_len),
+               "os_range is an iovec");
+
+unsigned os_purge_many(const struct os_range *r, unsigned n, enum os_purge how, enum os_purge *got)
+{
+    unsigned i = 0;
+#if defined(SYS_process_madvise) && defined(MADV_FREE)
+    /* injected failures stay per call: the ranges go one by one */
+    if (n > 1 && !config_fault && !ld_relaxed(&purge_many_refused) &&
+        (how == OS_CLEAN || !ld_relaxed(&madv_free_refused))) {
+        int saved = errno;
+        long done = syscall(SYS_process_madvise, PIDFD_SELF_PROCESS, (const struct iovec *)r, (size_t)n,
+                            how == OS_LAZY ? MADV_FREE : MADV_DONTNEED, 0u);
+        if (done < 0 && (errno == ENOSYS || errno == EINVAL || errno == EBADF || errno == EPERM))
+            st_relaxed(&purge_many_refused, 1); /* an older kernel, a sandbox: for good */
+        errno = saved;
+        for (; done > 0 && i < n && (size_t)done >= r[i].size; i++) { /* bytes advised, in order */
+            done -= (long)r[i].size;
+            got[i] = how;
+        }
+    }
+#endif
+    unsigned batched = i;
+    for (; i < n; i++)
+        got[i] = os_purge(r[i].p, r[i].size, how);
+    return batched;
 }
 
 uint64_t os_now_ns(void)

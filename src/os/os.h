@@ -31,6 +31,19 @@ size_t os_resident(void *p, size_t size);
  * pages are as they were: dirty, and must not be counted clean). */
 enum os_purge { OS_NONE = 0, OS_LAZY = 1, OS_CLEAN = 2 };
 enum os_purge os_purge(void *p, size_t size, enum os_purge how);
+/* os_purge of n ranges (page aligned, n <= OS_PURGE_MANY) in one system
+ * call where the kernel takes it: process_madvise(2) on the calling
+ * process, any advice since Linux 6.14, which also flushes the TLB once
+ * for all of them. Elsewhere (an older kernel, a refusal: asked once)
+ * and for what a call left undone, os_purge one range at a time.
+ * got[i]: what took effect on range i, as os_purge says. Returns how
+ * many ranges the one process_madvise call advised (0: each went alone). */
+#define OS_PURGE_MANY 64
+struct os_range {
+    void *p;
+    size_t size;
+};
+unsigned os_purge_many(const struct os_range *r, unsigned n, enum os_purge how, enum os_purge *got);
 uint64_t os_now_ms(void);                          /* monotonic, coarse */
 uint64_t os_now_ns(void);                          /* monotonic, fine */
 uint64_t os_cpu_ns(bool process); /* CPU time used by the whole process (exited threads too), or by this thread */

@@ -62,11 +62,13 @@
     X(cache_shrink_bytes, "bytes returned by sl_cache_shrink")                \
     X(reclaim_calls, "cache shrinkers called (sl_cache_set_reclaim)")          \
     X(reclaim_objects, "objects the shrinkers said they freed")               \
-    X(madv_free_calls, "madvise(MADV_FREE) calls: dirty -> lazy")              \
+    X(madv_free_calls, "ranges advised MADV_FREE (a madvise call each, or in a batch): dirty -> lazy") \
     X(madv_free_bytes, "bytes advised MADV_FREE")                             \
-    X(madv_dontneed_calls, "madvise(MADV_DONTNEED) calls: -> clean")           \
+    X(madv_dontneed_calls, "ranges advised MADV_DONTNEED (a madvise call each, or in a batch): -> clean") \
     X(madv_dontneed_bytes, "bytes advised MADV_DONTNEED")                     \
     X(madv_failed, "madvise calls the kernel refused (pages stay dirty)")      \
+    X(madv_batched, "of the ranges advised, those advised together, one process_madvise call a batch") \
+    X(madv_batches, "process_madvise calls that advised a batch of ranges")    \
     X(drop_purge, "purges at a drop in the pages in use (no reclaimer running), or of slabs taken from idle owners") \
     X(drop_regret, "drops left unpurged: the last drop's purged pages were taken back") \
     X(teardown_ranges, "big ranges queued for teardown by workers")            \
