@@ -57,13 +57,15 @@ struct page_cache {
     uint8_t count[PCACHE_TYPES][PCACHE_MAX_PAGES + 1];
     void *runs[PCACHE_TYPES][PCACHE_MAX_PAGES + 1][PCACHE_DEPTH];
     uint64_t nonempty[PCACHE_TYPES]; /* bit n - 1: count[t][n] != 0 */
-    /* PCACHE_RUNS: each parked run's run.seen (block.h), beside its slot,
-     * so that a malloc looks for a run of its shape without reading the
-     * runs' descriptors */
-    uint32_t seen[PCACHE_MAX_PAGES + 1][PCACHE_DEPTH];
     unsigned pages;          /* pages parked here (owner writes, anyone reads) */
     struct pcache_budget budget; /* owner: budget.pages, the pages it may park (pcache_budget.h) */
     _Atomic uint64_t *stats; /* the owning heap's counters */
+    /* PCACHE_RUNS: each parked run's run.seen (block.h), beside its slot,
+     * so that a malloc looks for a run of its shape without reading the
+     * runs' descriptors. Last: the rows of lengths no medium run has
+     * (slabs' 1-8 pages) are never touched, nor is the rest of a small
+     * program's heap moved onto another page. */
+    uint32_t seen[PCACHE_MAX_PAGES + 1][PCACHE_DEPTH];
 };
 
 /* SLUICE_DIRTY_DECAY_MS=0 with purging on: every run is purged as it is
