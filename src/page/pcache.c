@@ -49,7 +49,7 @@ static unsigned pcache_fit(struct page_cache *pc, int ct, unsigned n)
 
 /* The slot of the newest run on the runs' stack of n pages that held a
  * request of q pages (run.seen), or -1. */
-static int seen_find(const struct page_cache *pc, unsigned n, unsigned q)
+sl_inline int seen_find(const struct page_cache *pc, unsigned n, unsigned q)
 {
     unsigned d = n - q;
     if (d >= 32)
@@ -61,7 +61,7 @@ static int seen_find(const struct page_cache *pc, unsigned n, unsigned q)
 }
 
 /* Take slot i of the runs' stack of n pages out (the newest takes its place). */
-static void *pop_at(struct page_cache *pc, unsigned n, int i)
+sl_inline void *pop_at(struct page_cache *pc, unsigned n, int i)
 {
     unsigned top = pc->count[PCACHE_RUNS][n] - 1;
     void *r = pc->runs[PCACHE_RUNS][n][i];
