@@ -75,9 +75,9 @@ static void fit(void)
 /* Of the runs parked with one length, a malloc takes one that held a
  * request of its own page count before (page.h: run.seen), newest
  * first, even under a newer one that did not: a program that touches
- * its buffers' ends (or fills them) finds those pages resident. Then a
- * run up to a quarter longer that held such a request, before one of
- * the length itself that did not; else the newest of the length. */
+ * its buffers' ends (or fills them) finds those pages resident. Else the
+ * newest of its length; else, of the runs up to a quarter longer, one
+ * that held such a request, before the newest of the shortest length. */
 static void seen(void)
 {
     void *a = sl_malloc(68 * KiB); /* 17 pages: a run of 18 */
@@ -91,21 +91,23 @@ static void seen(void)
     CHECK(c == a);
     void *d = sl_malloc(70 * KiB); /* 18 pages: b held 18 */
     CHECK(d == b);
-    /* a run of 20 pages that held 17, beside b (18 pages, held 18) */
     void *e = sl_malloc(80 * KiB); /* 20 pages */
     CHECK(e != NULL);
     sl_free(e);
-    void *f = sl_malloc(68 * KiB); /* 17 pages: a is not parked, e fits (18..22) */
+    void *f = sl_malloc(68 * KiB); /* 17 pages: none of 18 parked, e fits (18..22) */
     CHECK(f == e);
     CHECK_EQ(sl_usable_size(f), 80 * KiB);
+    void *x = sl_malloc(80 * KiB); /* another run of 20 */
+    CHECK(x && x != e);
     sl_free(f); /* e held 20 and 17 */
-    sl_free(d); /* b, 18 pages, held 18: the newest */
-    void *g = sl_malloc(68 * KiB); /* 17 pages: e held 17 */
+    sl_free(x); /* x held 20: the newest of 20 */
+    void *g = sl_malloc(68 * KiB); /* none of 18 parked: of the runs of 20, e held 17 */
     CHECK(g == e);
-    void *h = sl_malloc(68 * KiB); /* none held 17: b, the newest of 18 */
+    sl_free(g);
+    sl_free(d); /* b: 18 pages, held 18 */
+    void *h = sl_malloc(68 * KiB); /* b, of its length, before e (longer, held 17) */
     CHECK(h == b);
     sl_free(h);
-    sl_free(g);
     sl_free(c);
     sl_free(guard);
 }

@@ -76,14 +76,14 @@ void *page_cache_pop_run_slow(struct page_cache *pc, unsigned n, unsigned q)
     int i;
     if ((i = seen_find(pc, n, q)) >= 0)
         return pop_at(pc, n, i);
+    if (pc->count[PCACHE_RUNS][n])
+        return pcache_pop(pc, PCACHE_RUNS, n);
     uint64_t fit = n < PCACHE_MAX_PAGES ? (pc->nonempty[PCACHE_RUNS] >> n) & pcache_fit_mask[n] : 0;
     for (uint64_t w = fit; w; w &= w - 1) {
         unsigned k = n + 1 + (unsigned)__builtin_ctzll(w);
         if ((i = seen_find(pc, k, q)) >= 0)
             return pop_at(pc, k, i);
     }
-    if (pc->count[PCACHE_RUNS][n])
-        return pcache_pop(pc, PCACHE_RUNS, n);
     return fit ? pcache_pop(pc, PCACHE_RUNS, n + 1 + (unsigned)__builtin_ctzll(fit)) : NULL;
 }
 
