@@ -152,8 +152,8 @@ sl_inline void *page_cache_pop_run(struct page_cache *pc, size_t n, size_t q)
  * its length that is not (faults 13,480 at bench_sizes 1 4) lets runs
  * grow longer than their requests: at 4 4 the page cache went to the
  * shared heap 62,695 times instead of 33,263, 7% more CPU time than
- * before this choice; this order is within 1% of it at 4 and 2, 13%
- * below at 1. */
+ * before this choice; this order is within 1% of it at 4 4, 5% below it
+ * at 2 4 and 12% below at 1 4 (docs/benchmarks/sizes.md, fifth round). */
 void *page_cache_pop_run_slow(struct page_cache *pc, unsigned n, unsigned q);
 
 /* The fast path of a medium run's free: park the run (head pg, PG_RUN) in
