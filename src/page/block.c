@@ -190,15 +190,16 @@ void block_mark_run(struct block *b, unsigned first, unsigned n, enum page_kind 
 {
     struct page *pg = block_pages(b);
     bool resized = pg[first].h.kind == PG_RUN && pg[first].h.head == first; /* a live run keeps its mark */
+    bool same = resized && pg[first].h.npages == n;
     pg[first].h.kind = (uint8_t)kind;
     pg[first].h.head = (uint16_t)first;
     pg[first].h.npages = n;
     if (kind == PG_RUN) {
         pg[first].run.parked = false; /* the slot may hold a slab's bytes */
-        if (!resized) {
+        if (!resized)
             pg[first].run.sampled = false;
-            pg[first].run.seen = 0;
-        }
+        if (!same)
+            pg[first].run.seen = 0; /* its bits count pages back from its end */
     }
     if (kind != PG_SLAB)
         return; /* only slab objects are looked up from inside a run */
