@@ -193,5 +193,11 @@ void purge_maybe(void);
 /* After a take that may have mapped a pageblock, no lock held: hold the
  * resident free pages to the dirty cap (purge.c, decay_growth_clean). */
 void purge_growth(void);
+/* A page cache's budget shrank (pcache.c): the pages it drains beyond its
+ * new budget leave the pages in use, but the program freed nothing; the
+ * drop policy's high is lowered by as much, so that a cache that shrinks
+ * is no drop (a false one purged what the program took back at once: a
+ * regret, and the backoff then kept its real last frees from purging). */
+void purge_cache_shrank(size_t pages);
 
 #endif

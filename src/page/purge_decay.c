@@ -240,6 +240,15 @@ void purge_drop_advised(size_t pages) { st_relaxed(&drop_purged, ld_relaxed(&dro
 
 void purge_drop_grew(void) { st_relaxed(&grew, true); }
 
+/* page_heap.h: the high the next drop is judged against, less what a
+ * shrinking page cache hands back (approximate, as the rest of the drop's
+ * state) */
+void purge_cache_shrank(size_t pages)
+{
+    size_t high = ld_relaxed(&active_high);
+    st_relaxed(&active_high, high > pages ? high - pages : 0);
+}
+
 void purge_taken_back(size_t pages) { st_relaxed(&page_heap.taken_back, ld_relaxed(&page_heap.taken_back) + pages); }
 
 /* sl_events.reclaimer_start says false while the reclaimer should wait (a
