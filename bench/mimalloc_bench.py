@@ -45,6 +45,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import ALLOCATORS, LIBDIR, ROOT, SOURCE_PEERS, program_env, source_peers  # noqa: E402
+import noise_floor  # noqa: E402
 
 PAGE = os.path.join(ROOT, "docs", "benchmarks", "mimalloc-bench.md")
 CHART = os.path.join(ROOT, "docs", "benchmarks", "mimalloc-bench.png")
@@ -245,8 +246,9 @@ def tables(rows, programs, allocs):
         out.append(f"\n### {title}: median ÷ the best allocator's median (spread: max - min over the median)\n")
         if note:
             out.append(note.strip() + "\n")
-        out.append("| program | best | " + " | ".join(allocs) + " |")
-        out.append("|---" * (len(allocs) + 2) + "|")
+        floors = noise_floor.program_floors(rows, key, allocs, FIXED_TIME if key == "cpu_s" else ())
+        out.append("| program | best | " + " | ".join(allocs) + " | noise floor |")
+        out.append("|---" * (len(allocs) + 3) + "|")
         for p in programs:
             if key == "cpu_s" and p in FIXED_TIME:
                 continue
@@ -263,12 +265,15 @@ def tables(rows, programs, allocs):
                 spread = (max(xs) - min(xs)) / med[a] * 100 if med[a] > 0 else 0
                 cell = f"{ratio:.2f} ±{spread:.0f}%"
                 cells.append(f"**{cell}**" if a == best else cell)
-            out.append(f"| {p} | {best} {fmt(med[best])} {unit} | " + " | ".join(cells) + " |")
+            out.append(f"| {p} | {best} {fmt(med[best])} {unit} | " + " | ".join(cells)
+                       + f" | {floors.get(p, 1.0):.2f} |")
         full = [p for p in programs if all((p, a) in vals for a in allocs) and not (key == "cpu_s" and p in FIXED_TIME)]
         gm = {a: geomean([r for p, r in ratios[a] if p in full]) if full else float("nan") for a in allocs}
-        out.append(f"| **geomean** ({len(full)} programs) | | " + " | ".join(f"**{gm[a]:.2f}**" for a in allocs) + " |")
+        gfloor = geomean([floors.get(p, 1.0) for p in full]) if full else float("nan")
+        out.append(f"| **geomean** ({len(full)} programs) | | " + " | ".join(f"**{gm[a]:.2f}**" for a in allocs)
+                   + f" | {gfloor:.2f} |")
         out.append("| programs > 1.2 × best | | " + " | ".join(str(sum(r > 1.2 for _, r in ratios[a])) for a in allocs)
-                   + " |")
+                   + f" | {sum(floors.get(p, 1.0) > 1.2 for p in full)} |")
     out.append("\n### Medians (time in s, peak RSS in MiB, minor faults)\n")
     out.append("| program | " + " | ".join(allocs) + " |")
     out.append("|---" * (len(allocs) + 1) + "|")
@@ -344,6 +349,10 @@ def page(rows, programs, allocs, meta):
              "own rate. Peak RSS is /usr/bin/time's maximum resident set (redis: the server's). The arguments are "
              "bench.sh's, but larson and xmalloc-test run 2 s (not 5) and rptest 200 loops (not 500): they "
              "report a rate, and the shorter runs let a full run fit in an hour on a shared machine.", "",
+             "The last column, the noise floor, is what an allocator exactly as fast as the best one would score "
+             "in this run: the lowest of several noisy medians is below the true best, so a tie reads above 1.00. "
+             "It is drawn from this run's own spread (`bench/noise_floor.py`, which says how); a ratio at or "
+             "below it is a tie with the best as far as the run can tell.", "",
              f"- command: `{meta['command']}`",
              f"- date: {meta['date']}; the run took {meta['wall_min']:.0f} min",
              f"- machine: {meta['machine']}",
