@@ -103,10 +103,36 @@ static void refused(int err)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* SLUICE_PURGE_BATCH=0 (opt.purge_batch, set at run time; in a child,
+ * whose drop is its first): the same ranges, one madvise each, though
+ * the kernel would take a batch. */
+static void batch_off(void)
+{
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        long off = 0;
+        CHECK_EQ(sl_ctl("opt.purge_batch", NULL, NULL, &off, sizeof off), 0);
+        uint64_t batches = sl_stat("madv_batches");
+        uint64_t ranges = drop_scattered();
+        printf("SLUICE_PURGE_BATCH=0: %llu ranges advised one by one, %llu batches\n",
+               (unsigned long long)ranges, (unsigned long long)(sl_stat("madv_batches") - batches));
+        CHECK(ranges >= RUNS / 4);
+        CHECK_EQ(sl_stat("madv_batches"), batches);
+        free_rest();
+        fflush(stdout);
+        _exit(t_fail ? 1 : 0);
+    }
+    int status;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void)
 {
     refused(ENOSYS);
     refused(EPERM);
+    batch_off();
     bool batches = kernel_batches();
     uint64_t ranges = drop_scattered();
     uint64_t calls = sl_stat("madv_batches"), batched = sl_stat("madv_batched");

@@ -49,6 +49,12 @@ _Static_assert(SL_CHECK_DEFAULT == 0 || SL_CHECK_DEFAULT == 1, "SL_CHECK_DEFAULT
       "how free memory goes back: `free`: `MADV_FREE` (lazy), then `MADV_DONTNEED` after the " \
       "lazy decay; `dontneed`: `MADV_DONTNEED` at once; `off`: no `madvise` at all (wholly free " \
       "pageblocks beyond the number kept are still unmapped)") \
+    X(purge_batch, "SLUICE_PURGE_BATCH", 1, "`1`", parse_bool, 1, \
+      "`1`: a purge's ranges go to the kernel together, one `process_madvise(2)` call on the " \
+      "process itself for up to 64 of them (one TLB flush), where the kernel takes it (Linux " \
+      "6.15); a kernel or sandbox that answers with an error is asked once, then every range " \
+      "gets its own `madvise`. `0`: one `madvise` a range, never `process_madvise` (for a " \
+      "seccomp sandbox that kills a process on a system call it does not list)") \
     X(dirty_decay_ms, "SLUICE_DIRTY_DECAY_MS", 1000, "`1000`", parse_long, 1, \
       "milliseconds freed memory stays dirty (resident, reused with no page fault) before it is " \
       "purged; `0`: purged as it is freed") \

@@ -121,7 +121,8 @@ enum page_state page_advise(void *p, size_t bytes, enum page_state to)
 }
 
 /* page_advise of k ranges at once (os_purge_many: one system call where
- * the kernel takes it); got[i]: the state range i's pages are in now.
+ * the kernel takes it and SLUICE_PURGE_BATCH lets it); got[i]: the state
+ * range i's pages are in now.
  * Returns true if the kernel refused any. A drop's purge advises each
  * freed run alone (live runs lie between them): 1,600 madvise calls at
  * the end of bench_sizes 1 4, 1.6 us each on top of the pages' own cost
@@ -130,7 +131,13 @@ _Static_assert(PURGE_BATCH <= OS_PURGE_MANY, "a purge round's spans fit one batc
 static bool advise_many(const struct os_range *r, unsigned k, enum page_state to, enum page_state *got)
 {
     enum os_purge res[PURGE_BATCH];
-    unsigned batched = os_purge_many(r, k, to == PS_LAZY ? OS_LAZY : OS_CLEAN, res);
+    enum os_purge how = to == PS_LAZY ? OS_LAZY : OS_CLEAN;
+    unsigned batched = 0;
+    if (sl_opt.purge_batch)
+        batched = os_purge_many(r, k, how, res);
+    else
+        for (unsigned i = 0; i < k; i++)
+            res[i] = os_purge(r[i].p, r[i].size, how);
     if (batched) {
         stat_add_shared(STAT_madv_batched, batched);
         stat_add_shared(STAT_madv_batches, 1);
