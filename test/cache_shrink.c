@@ -19,11 +19,6 @@ enum { LIVE = 1000, REPLACE = 300000 };
 
 static void *live[LIVE];
 static unsigned long long seed = 42;
-static unsigned long long rng(void)
-{
-    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-    return seed;
-}
 
 int main(void)
 {
@@ -33,7 +28,7 @@ int main(void)
             drops = sl_stat("drop_purge");
             regrets = sl_stat("drop_regret");
         }
-        unsigned long long r = rng();
+        unsigned long long r = t_rand(&seed);
         unsigned k = (unsigned)(r % LIVE);
         sl_free(live[k]);
         size_t n = 32 * KiB + (size_t)(r >> 20) % (224 * KiB);

@@ -19,15 +19,10 @@ enum { LIVE = 400, REPLACE = 20000 };
 
 static void *live[LIVE];
 static unsigned long long seed = 42;
-static unsigned long long rng(void)
-{
-    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-    return seed;
-}
 
 static void replace(unsigned k)
 {
-    unsigned long long r = rng();
+    unsigned long long r = t_rand(&seed);
     sl_free(live[k]);
     size_t n = 32 * KiB + (size_t)(r >> 20) % (224 * KiB);
     live[k] = sl_malloc(n);
@@ -121,14 +116,14 @@ int main(void)
         replace(k);
     uint64_t held = 0;
     for (int i = 0; i < REPLACE; i++) {
-        replace((unsigned)(rng() % LIVE));
+        replace((unsigned)(t_rand(&seed) % LIVE));
         held = sl_stat("held.page_caches");
         most = held > most ? held : most;
     }
     /* go on until the cache holds more than the least (it grows and
      * shrinks as the heap turns sparse and dense), then free it all */
     for (int i = 0; i < REPLACE && held <= LEAST + LONGEST_RUN; i++) {
-        replace((unsigned)(rng() % LIVE));
+        replace((unsigned)(t_rand(&seed) % LIVE));
         held = sl_stat("held.page_caches");
     }
     printf("reuse: the cache held at most %llu KiB; %llu refills in %d replacements; grown %llu times\n",

@@ -4,8 +4,12 @@
  * free aligned hint lands there. Pageblocks' and huge mappings' memory is
  * MAP_NORESERVE and sluice's metadata is not, so that the kernel never
  * merges the two into one mapping (VmFlags "nr" in /proc/self/smaps;
- * stats/thp.c relies on it). */
+ * stats/thp.c relies on it). os_purge_many advises ranges in one call
+ * where the kernel takes it, and a call that stops at a range it refuses
+ * leaves the rest to os_purge one by one: the refused range says so, the
+ * ranges after it are advised, errno is as it was. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,8 +23,36 @@ static int noreserve(const void *p)
     return proc_mapping_line(p, "VmFlags:", line, sizeof line) ? strstr(line, " nr") != NULL : -1;
 }
 
+/* three runs of 4 pages, the middle one unmapped: process_madvise
+ * advises the first and stops at the second (ENOMEM); the second and
+ * third then go one by one */
+static void purge_many_partial(void)
+{
+    size_t run = 4 * 4096;
+    uint8_t *p = os_map(3 * run);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    memset(p, 1, 3 * run);
+    os_unmap(p + run, run);
+    struct os_range r[3] = { { p, run }, { p + run, run }, { p + 2 * run, run } };
+    enum os_purge got[3];
+    errno = 1234;
+    unsigned batched = os_purge_many(r, 3, OS_CLEAN, got);
+    CHECK_EQ(errno, 1234);
+    printf("purge_many_partial: %u of 3 ranges in the one call\n", batched);
+    CHECK(batched <= 1); /* the call stops at the unmapped range */
+    CHECK_EQ(got[0], OS_CLEAN);
+    CHECK_EQ(got[1], OS_NONE);
+    CHECK_EQ(got[2], OS_CLEAN);
+    CHECK_EQ(os_resident(p, run) + os_resident(p + 2 * run, run), 0);
+    os_unmap(p, run);
+    os_unmap(p + 2 * run, run);
+}
+
 int main(void)
 {
+    purge_many_partial();
     for (int i = 0; i < 8; i++) {
         uint8_t *p = os_map_aligned(64 << 10, SL_BLOCK);
         CHECK(p && !((uintptr_t)p & (SL_BLOCK - 1)));
